@@ -1,0 +1,51 @@
+# pg_sched — PGXS build.
+#
+# Newcomer targets (they install what is missing, then build, install and run on a
+# throwaway cluster; see test/harness.sh):
+#   make demo    the seed's example fleet plus generated nodes, a burst of dispatches
+#   make test    every suite: unit, pg_regress, isolation, pgTAP (pg_prove), Perl TAP
+#   make deps    only the Debian packages
+
+EXTENSION  = pg_sched
+EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" $(EXTENSION).control)
+
+MODULE_big = $(EXTENSION)
+OBJS       = $(patsubst %.c,%.o,$(wildcard src/*.c))
+DATA       = $(wildcard sql/$(EXTENSION)--*.sql)
+
+PG_CPPFLAGS = -Iinclude
+PG_CFLAGS   = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+
+# pg_regress: every sql/*.sql that is not an install or upgrade script.
+REGRESS      = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildcard sql/*.sql)))))
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+
+# isolation specs live in test/specs, their expected output in test/expected.
+ISOLATION      = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test --load-extension=$(EXTENSION)
+
+EXTRA_CLEAN = test/unit/test_placement test/unit/fuzz_placement output_iso
+
+# Prefer the PostgreSQL 15 server's pg_config; a fresh machine may not have it yet,
+# in which case only the newcomer targets below are defined (they install it).
+PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+
+ifneq ($(wildcard $(PGXS)),)
+include $(PGXS)
+else
+all install installcheck:
+	@echo "PostgreSQL 15 server development files are missing: run 'make deps' (or 'make test')." >&2
+	@exit 1
+endif
+
+.PHONY: test demo deps bench unit
+test demo deps bench:
+	@bash test/harness.sh $@
+
+# The pure placement core, outside the server: unit tests (no PostgreSQL needed).
+unit: test/unit/test_placement
+	./test/unit/test_placement
+
+test/unit/test_placement: test/unit/test_placement.c src/placement.c include/placement.h
+	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -Iinclude -o $@ test/unit/test_placement.c src/placement.c

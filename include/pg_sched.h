@@ -1,0 +1,165 @@
+/*
+ * pg_sched.h — declarations shared by the server-side C files of pg_sched.
+ *
+ * Layout: settings.c (GUCs, _PG_init), spi_util.c (prepared plans kept across calls),
+ * validate.c (parameters → SchedPlacement, label maps), fleet.c (reading the fleet
+ * snapshot), selection.c (select/rank/qualification SRFs), reservation.c (the
+ * reservation transaction, dispatch_attempt).  The pure core is placement.h.
+ */
+#ifndef PG_SCHED_H
+#define PG_SCHED_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+#include "catalog/pg_type.h"
+
+#include "placement.h"
+
+/* ---- settings.c ---- */
+extern int	sched_heartbeat_ttl_s;
+extern int	sched_lease_ttl_s;
+extern int	sched_unschedulable_backoff_max_s;
+extern int	sched_starvation_after_s;
+extern int	sched_aging_interval_s;
+extern int	sched_maintenance_interval_s;
+
+/* ---- spi_util.c ---- */
+
+/*
+ * A statement prepared on first use and kept for the life of the backend
+ * (SPI_keepplan).  The plan cache re-plans it after invalidation, including after the
+ * extension is dropped and created again.
+ */
+typedef struct SchedStatement
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[16];
+	SPIPlanPtr	plan;
+} SchedStatement;
+
+/* Runs a kept statement; fails loudly unless SPI returns `expected`. */
+extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
+						   bool read_only, long count, int expected);
+
+/* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
+extern Datum sched_spi_get(int row, int col, bool *isnull);
+extern char *sched_spi_text(int row, int col);	/* NULL when SQL NULL */
+extern int64 sched_spi_int64(int row, int col); /* 0 when SQL NULL */
+
+/* ---- validate.c ---- */
+
+/*
+ * Parses a label map (a JSON object of strings) into a sorted SchedLabelSet allocated in
+ * CurrentMemoryContext.  With `parameter` set, anything but an object of strings is an
+ * ERROR (22023) naming it; with parameter NULL (stored node labels), non-string values
+ * are ignored.
+ */
+extern void sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out);
+
+/* The request of a placement function call: the parsed placement and its raw inputs. */
+typedef struct SchedPlacementArgs
+{
+	SchedPlacement p;
+	TimestampTz at;
+	Interval   *heartbeat_ttl;
+} SchedPlacementArgs;
+
+/*
+ * Validates and parses the 13 placement parameters of select_candidate, rank_candidates
+ * and qualification_reasons (SPEC section 3), in that order, from fcinfo.  ERROR with
+ * 22004 or 22023 naming the parameter on bad input.
+ */
+extern void sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out);
+
+/* heartbeat cutoff = at - ttl (ttl NULL: sched.heartbeat_ttl).  Checks ttl > 0. */
+extern void sched_placement_set_clock(SchedPlacementArgs *args, TimestampTz at, Interval *ttl);
+
+/*
+ * Loads request `request_id` into *out (labels parsed, heartbeat TTL from the setting).
+ * With lock, the row is locked FOR UPDATE.  Returns false if there is no such request.
+ * Must be called inside SPI.  Fills the extra fields below when given.
+ */
+typedef struct SchedRequestRow
+{
+	int64		request_id;
+	pg_uuid_t	execution_id;
+	pg_uuid_t	step_id;
+	int32		attempt_number;
+	char	   *tenant;
+	char	   *state;
+	bool		has_claim;
+	pg_uuid_t	claim_id;
+	TimestampTz claimed_until;
+	int32		tries;
+} SchedRequestRow;
+
+extern bool sched_request_load(int64 request_id, bool lock, TimestampTz at,
+							   SchedPlacementArgs *out, SchedRequestRow *row);
+
+extern void sched_check_not_null(FunctionCallInfo fcinfo, int argno, const char *parameter);
+
+/* ---- fleet.c ---- */
+
+/* One (node, worker-for-the-capability) pair of the fleet snapshot. */
+typedef struct SchedFleetRow
+{
+	SchedCandidate c;
+	pg_uuid_t	worker_id;		/* valid when c.has_worker */
+	int64		generation;
+} SchedFleetRow;
+
+typedef struct SchedFleet
+{
+	int			count;
+	SchedFleetRow *rows;
+} SchedFleet;
+
+/*
+ * Reads the fleet for one capability, in CurrentMemoryContext, inside SPI.
+ * all_nodes: every node (LEFT JOIN: nodes without a worker for the capability have
+ * has_worker = false), sorted by node_id bytewise; otherwise only nodes that have a
+ * worker for it (the pairs that can ever be admitted), in no particular order.
+ */
+extern void sched_fleet_load(const char *capability, bool all_nodes, SchedFleet *fleet);
+
+/*
+ * Locks worker `worker_id` and its node (FOR UPDATE OF both; with skip_locked, SKIP
+ * LOCKED) and reads them fresh.  Returns false when the rows are locked by another
+ * transaction (skip_locked) or the worker no longer exists.
+ */
+extern bool sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row);
+
+/* Admitted pairs of the fleet, scored and ranked best first (palloc'd; *count set). */
+extern SchedRanked *sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count);
+
+/* The aggregated summary over every node of the fleet ("0/3 nodes eligible: ..."). */
+extern char *sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet,
+								 int *eligible);
+
+/* ---- reservation.c ---- */
+
+typedef struct SchedDispatchResult
+{
+	const char *outcome;
+	int64		request_id;
+	bool		has_attempt;
+	pg_uuid_t	attempt_id;
+	char	   *node_id;
+	pg_uuid_t	worker_id;
+	int64		lease_version;
+	bool		has_score;
+	int64		score;
+	char	   *detail;
+	int			conflicts;		/* candidates skipped or refused by the re-check */
+} SchedDispatchResult;
+
+/* The uuid of an array of 16 bytes, formatted. */
+extern char *sched_uuid_out(const pg_uuid_t *u);
+
+#endif							/* PG_SCHED_H */

@@ -1,0 +1,197 @@
+/*
+ * placement.h — the pure placement core of pg_sched: admission (stage 2), scoring and
+ * ranking (stage 3), and the aggregated "why is it waiting" summary.
+ *
+ * Everything declared here is plain C99 with no PostgreSQL headers and no SPI, so it is
+ * compiled both into the extension and into the stand-alone unit tests and fuzzer
+ * (test/unit).  Admission and diagnosis share sched_admission(): the reasons a node is
+ * filtered out and the decision to filter it are one computation and cannot drift.
+ *
+ * Strings are NUL-terminated and compared bytewise (strcmp compares as unsigned char),
+ * which is the COLLATE "C" order the SPEC requires for node_id, whatever the database
+ * collation.  Nothing here allocates except sched_labels_sort() (in place) and nothing
+ * keeps state between calls.
+ */
+#ifndef PG_SCHED_PLACEMENT_H
+#define PG_SCHED_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reason codes, in the order diagnostics list them (SPEC section 3). */
+typedef enum SchedReason
+{
+	SCHED_R_PINNED_TO_OTHER_NODE = 0,
+	SCHED_R_NODE_NOT_ACTIVE,
+	SCHED_R_CAPABILITY_MISSING,
+	SCHED_R_WORKER_NOT_READY,
+	SCHED_R_WORKER_NOT_ELIGIBLE,
+	SCHED_R_HEARTBEAT_EXPIRED,
+	SCHED_R_CAPABILITY_VERSION_MISSING,
+	SCHED_R_REQUIRED_LABELS_MISMATCH,
+	SCHED_R_INSUFFICIENT_CPU,
+	SCHED_R_INSUFFICIENT_MEMORY,
+	SCHED_R_INSUFFICIENT_GPUS,
+	SCHED_R_NO_FREE_SLOT,
+	SCHED_R_CPU_EXHAUSTED,
+	SCHED_R_MEMORY_EXHAUSTED,
+	SCHED_R_GPUS_EXHAUSTED,
+	SCHED_R_COUNT
+} SchedReason;
+
+/* A set of reasons, bit i for SchedReason i.  Empty means admitted. */
+typedef uint32_t SchedReasonSet;
+
+#define SCHED_REASON_BIT(r) ((SchedReasonSet) 1u << (r))
+
+/* Reasons that clear when attempts end (no_free_slot and the *_exhausted codes). */
+#define SCHED_TRANSIENT_REASONS \
+	(SCHED_REASON_BIT(SCHED_R_NO_FREE_SLOT) | SCHED_REASON_BIT(SCHED_R_CPU_EXHAUSTED) | \
+	 SCHED_REASON_BIT(SCHED_R_MEMORY_EXHAUSTED) | SCHED_REASON_BIT(SCHED_R_GPUS_EXHAUSTED))
+
+extern const char *const sched_reason_names[SCHED_R_COUNT];
+
+/* One label: key and value, both strings (label maps are objects of strings). */
+typedef struct SchedLabel
+{
+	const char *key;
+	const char *value;
+} SchedLabel;
+
+/* A label map.  Invariant after sched_labels_sort(): sorted by key bytewise, keys unique. */
+typedef struct SchedLabelSet
+{
+	int			count;
+	SchedLabel *items;
+} SchedLabelSet;
+
+typedef enum SchedNodeStatus
+{
+	SCHED_NODE_ACTIVE = 0,
+	SCHED_NODE_DRAINING,
+	SCHED_NODE_DISABLED
+} SchedNodeStatus;
+
+typedef enum SchedRuntimeState
+{
+	SCHED_WORKER_STARTING = 0,
+	SCHED_WORKER_READY,
+	SCHED_WORKER_DRAINING,
+	SCHED_WORKER_STOPPED
+} SchedRuntimeState;
+
+typedef enum SchedSchedulingStatus
+{
+	SCHED_WORKER_ELIGIBLE = 0,
+	SCHED_WORKER_CORDONED
+} SchedSchedulingStatus;
+
+/*
+ * What a request asks for (SPEC section 3), with `at - heartbeat_ttl` already computed
+ * as heartbeat_cutoff (microseconds on the caller's clock; a heartbeat strictly older is
+ * expired).  Amounts are >= 0 (the callers validate input before building this).
+ */
+typedef struct SchedPlacement
+{
+	const char *capability;
+	const char *capability_version;
+	SchedLabelSet required_labels;
+	SchedLabelSet preferred_labels;
+	int64_t		min_cpu_millis;
+	int64_t		min_memory_mb;
+	int64_t		min_gpus;
+	int64_t		reserve_cpu_millis;
+	int64_t		reserve_memory_mb;
+	int64_t		reserve_gpus;
+	const char *pin_node_id;	/* NULL: not pinned */
+	int64_t		heartbeat_cutoff;
+} SchedPlacement;
+
+/*
+ * One node as seen by one request: the node's row and, if the node has one, its worker
+ * for the requested capability (at most one per node and capability).
+ */
+typedef struct SchedCandidate
+{
+	/* node */
+	const char *node_id;
+	SchedNodeStatus management_status;
+	SchedLabelSet labels;
+	int64_t		cpu_millis;
+	int64_t		memory_mb;
+	int64_t		gpus;
+	int32_t		weight;
+	int64_t		reserved_cpu_millis;
+	int64_t		reserved_memory_mb;
+	int64_t		reserved_gpus;
+	int32_t		node_live_attempts;
+
+	/* the node's worker for the capability */
+	bool		has_worker;
+	SchedRuntimeState runtime_state;
+	SchedSchedulingStatus scheduling_status;
+	bool		has_heartbeat;
+	int64_t		last_heartbeat;
+	int			version_count;
+	const char *const *versions;
+	int32_t		slots;
+	int32_t		worker_live_attempts;
+} SchedCandidate;
+
+/* A scored, admitted candidate: what ranking orders. */
+typedef struct SchedRanked
+{
+	int			index;			/* into the caller's candidate array */
+	const char *node_id;
+	int64_t		score;
+	int32_t		preferred_matches;
+	int32_t		weight;			/* effective weight used in the score */
+	int32_t		running_attempts;
+} SchedRanked;
+
+/* Sorts a label set by key; returns false (set unchanged in content) on a duplicate key. */
+extern bool sched_labels_sort(SchedLabelSet *set);
+
+/* Value of key in a sorted set, or NULL. */
+extern const char *sched_labels_get(const SchedLabelSet *set, const char *key);
+
+/* Number of entries of `wanted` that `have` holds with an equal value. */
+extern int	sched_labels_matching(const SchedLabelSet *have, const SchedLabelSet *wanted);
+
+/*
+ * Every reason that keeps candidate c from taking request p, in SPEC order, with the
+ * SPEC's suppression rules: no worker reason where capability_missing applies, and a
+ * *_exhausted reason only where the matching insufficient_* does not apply.
+ */
+extern SchedReasonSet sched_admission(const SchedPlacement *p, const SchedCandidate *c);
+
+/* A weight <= 0 scores as 100. */
+extern int32_t sched_effective_weight(int32_t weight);
+
+/*
+ * score = preferred_matches * 1,000,000 + weight * 1,000 - running_attempts * 10,000,
+ * running_attempts being the live attempts on the whole node.  Fills *out (index left
+ * to the caller).
+ */
+extern void sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out);
+
+/* Ranking order: higher score first, then smaller node_id bytewise.  qsort comparator. */
+extern int	sched_ranked_cmp(const void *a, const void *b);
+
+/* Sorts ranked candidates best first (stable, total order: node_ids are unique). */
+extern void sched_rank(SchedRanked *ranked, int count);
+
+/*
+ * The aggregated explanation "0/3 nodes eligible: 1 heartbeat_expired, 2 insufficient_cpu":
+ * counts per reason code over all nodes (a node counts once under each reason it has),
+ * codes sorted by name, zero counts left out.  Writes at most cap bytes including the
+ * NUL; returns the length it needed (like snprintf).
+ */
+extern size_t sched_format_summary(char *buf, size_t cap, int nodes, int eligible,
+								   const int counts[SCHED_R_COUNT]);
+
+/* Adds the reasons of one node to per-code counts. */
+extern void sched_count_reasons(SchedReasonSet reasons, int counts[SCHED_R_COUNT]);
+
+#endif							/* PG_SCHED_PLACEMENT_H */

@@ -1,0 +1,1001 @@
+/*
+ * pg_sched 0.1.0 — install script.
+ *
+ * Tables hold the fleet (node, worker), the work (execution, request, attempt), what
+ * workers are told (command) and what happened (timeline).  Writes go through the
+ * functions below; placement and reservation are C (src/), fleet and submission
+ * bookkeeping are PL/pgSQL.
+ *
+ * Reservation invariant, enforced twice: the reservation transaction (src/reservation.c)
+ * re-checks admission under row locks, and CHECK constraints refuse any row where live
+ * attempts exceed slots or reservations exceed capacity.  The counters on node and worker
+ * are maintained only by the reservation transaction and by the transitions that end an
+ * attempt, in the same transaction as the attempt row they count.
+ */
+
+\echo Use "CREATE EXTENSION pg_sched" to load this file. \quit
+
+-- ---------------------------------------------------------------------------------
+-- Fleet
+-- ---------------------------------------------------------------------------------
+
+CREATE TABLE sched.node (
+    node_id             text COLLATE "C" PRIMARY KEY
+                        CONSTRAINT node_id_not_empty CHECK (node_id <> ''),
+    management_status   text NOT NULL DEFAULT 'ACTIVE'
+                        CONSTRAINT node_management_status_valid
+                        CHECK (management_status IN ('ACTIVE', 'DRAINING', 'DISABLED')),
+    labels              jsonb NOT NULL DEFAULT '{}'
+                        CONSTRAINT node_labels_object CHECK (jsonb_typeof(labels) = 'object'),
+    cpu_millis          int NOT NULL DEFAULT 0 CONSTRAINT node_cpu_nonnegative CHECK (cpu_millis >= 0),
+    memory_mb           bigint NOT NULL DEFAULT 0 CONSTRAINT node_memory_nonnegative CHECK (memory_mb >= 0),
+    gpus                int NOT NULL DEFAULT 0 CONSTRAINT node_gpus_nonnegative CHECK (gpus >= 0),
+    weight              int NOT NULL DEFAULT 100,
+    -- live reservations: sums over the node's DISPATCHED and RUNNING attempts
+    reserved_cpu_millis int NOT NULL DEFAULT 0,
+    reserved_memory_mb  bigint NOT NULL DEFAULT 0,
+    reserved_gpus       int NOT NULL DEFAULT 0,
+    live_attempts       int NOT NULL DEFAULT 0,
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    updated_at          timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT node_cpu_reserved_within_capacity
+        CHECK (reserved_cpu_millis BETWEEN 0 AND cpu_millis),
+    CONSTRAINT node_memory_reserved_within_capacity
+        CHECK (reserved_memory_mb BETWEEN 0 AND memory_mb),
+    CONSTRAINT node_gpus_reserved_within_capacity
+        CHECK (reserved_gpus BETWEEN 0 AND gpus),
+    CONSTRAINT node_live_attempts_nonnegative CHECK (live_attempts >= 0)
+);
+COMMENT ON TABLE sched.node IS 'Worker nodes: static capacity, trusted labels, weight, and live reservations.';
+
+CREATE TABLE sched.worker (
+    worker_id           uuid PRIMARY KEY,
+    node_id             text COLLATE "C" NOT NULL REFERENCES sched.node (node_id),
+    capability          text NOT NULL CONSTRAINT worker_capability_not_empty CHECK (capability <> ''),
+    capability_versions text[] NOT NULL
+                        CONSTRAINT worker_versions_not_empty CHECK (cardinality(capability_versions) > 0),
+    runtime_state       text NOT NULL DEFAULT 'READY'
+                        CONSTRAINT worker_runtime_state_valid
+                        CHECK (runtime_state IN ('STARTING', 'READY', 'DRAINING', 'STOPPED')),
+    scheduling_status   text NOT NULL DEFAULT 'ELIGIBLE'
+                        CONSTRAINT worker_scheduling_status_valid
+                        CHECK (scheduling_status IN ('ELIGIBLE', 'CORDONED')),
+    slots               int NOT NULL CONSTRAINT worker_slots_nonnegative CHECK (slots >= 0),
+    live_attempts       int NOT NULL DEFAULT 0,
+    last_heartbeat      timestamptz,
+    generation          bigint NOT NULL DEFAULT 1,
+    registered_at       timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT worker_one_per_node_and_capability UNIQUE (node_id, capability),
+    CONSTRAINT worker_live_attempts_within_slots CHECK (live_attempts BETWEEN 0 AND slots)
+);
+COMMENT ON TABLE sched.worker IS 'Workers: one per (node, capability); slots, session generation, heartbeat.';
+-- selection reads only the workers of the requested capability
+CREATE INDEX worker_capability_idx ON sched.worker (capability, node_id);
+
+-- ---------------------------------------------------------------------------------
+-- Work
+-- ---------------------------------------------------------------------------------
+
+CREATE TABLE sched.tenant (
+    tenant  text PRIMARY KEY,
+    weight  int NOT NULL DEFAULT 1 CONSTRAINT tenant_weight_positive CHECK (weight > 0)
+);
+COMMENT ON TABLE sched.tenant IS 'Tenant weights for fair share (a tenant not listed has weight 1).';
+
+CREATE TABLE sched.execution (
+    execution_id    uuid PRIMARY KEY,
+    tenant          text NOT NULL,
+    status          text NOT NULL DEFAULT 'QUEUED'
+                    CONSTRAINT execution_status_valid
+                    CHECK (status IN ('CREATED', 'QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED')),
+    created_at      timestamptz NOT NULL,
+    updated_at      timestamptz NOT NULL,
+    finished_at     timestamptz
+);
+
+CREATE SEQUENCE sched.request_id_seq;
+
+CREATE TABLE sched.request (
+    request_id          bigint PRIMARY KEY DEFAULT nextval('sched.request_id_seq'),
+    execution_id        uuid NOT NULL REFERENCES sched.execution (execution_id),
+    step_id             uuid NOT NULL,
+    attempt_number      int NOT NULL CONSTRAINT request_attempt_number_positive CHECK (attempt_number >= 1),
+    tenant              text NOT NULL,
+    priority            int NOT NULL DEFAULT 0,
+    capability          text NOT NULL,
+    capability_version  text NOT NULL,
+    required_labels     jsonb NOT NULL DEFAULT '{}',
+    preferred_labels    jsonb NOT NULL DEFAULT '{}',
+    min_cpu_millis      int NOT NULL DEFAULT 0,
+    min_memory_mb       bigint NOT NULL DEFAULT 0,
+    min_gpus            int NOT NULL DEFAULT 0,
+    reserve_cpu_millis  int NOT NULL DEFAULT 0,
+    reserve_memory_mb   bigint NOT NULL DEFAULT 0,
+    reserve_gpus        int NOT NULL DEFAULT 0,
+    node_id             text COLLATE "C",
+    max_attempts        int NOT NULL DEFAULT 3,
+    state               text NOT NULL DEFAULT 'PENDING'
+                        CONSTRAINT request_state_valid
+                        CHECK (state IN ('PENDING', 'CLAIMED', 'DISPATCHED', 'CANCELLED')),
+    queued_at           timestamptz NOT NULL,
+    available_at        timestamptz NOT NULL,
+    claim_id            uuid,
+    claimed_until       timestamptz,
+    tries               int NOT NULL DEFAULT 0,
+    last_reason         text,
+    attempt_id          uuid,
+    submitted_at        timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT request_one_per_step_attempt UNIQUE (step_id, attempt_number),
+    CONSTRAINT request_amounts_nonnegative CHECK (
+        min_cpu_millis >= 0 AND min_memory_mb >= 0 AND min_gpus >= 0 AND
+        reserve_cpu_millis >= 0 AND reserve_memory_mb >= 0 AND reserve_gpus >= 0),
+    CONSTRAINT request_claim_consistent CHECK ((state = 'CLAIMED') = (claim_id IS NOT NULL))
+);
+ALTER SEQUENCE sched.request_id_seq OWNED BY sched.request.request_id;
+COMMENT ON TABLE sched.request IS 'Scheduling requests: one per (step, attempt number), in the queue until dispatched or cancelled.';
+CREATE INDEX request_ready_idx ON sched.request (available_at, request_id)
+    WHERE state IN ('PENDING', 'CLAIMED');
+CREATE INDEX request_execution_idx ON sched.request (execution_id);
+
+CREATE TABLE sched.attempt (
+    attempt_id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    request_id          bigint NOT NULL REFERENCES sched.request (request_id),
+    execution_id        uuid NOT NULL REFERENCES sched.execution (execution_id),
+    step_id             uuid NOT NULL,
+    attempt_number      int NOT NULL,
+    tenant              text NOT NULL,
+    node_id             text COLLATE "C" NOT NULL REFERENCES sched.node (node_id),
+    worker_id           uuid NOT NULL REFERENCES sched.worker (worker_id),
+    worker_generation   bigint NOT NULL,
+    lease_version       bigint NOT NULL DEFAULT 1,
+    status              text NOT NULL DEFAULT 'DISPATCHED'
+                        CONSTRAINT attempt_status_valid
+                        CHECK (status IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST')),
+    reserve_cpu_millis  int NOT NULL,
+    reserve_memory_mb   bigint NOT NULL,
+    reserve_gpus        int NOT NULL,
+    score               bigint NOT NULL,
+    dispatched_at       timestamptz NOT NULL,
+    started_at          timestamptz,
+    lease_expires_at    timestamptz NOT NULL,
+    finished_at         timestamptz,
+    detail              jsonb,
+    CONSTRAINT attempt_one_per_step_attempt UNIQUE (step_id, attempt_number),
+    CONSTRAINT attempt_finished_when_terminal
+        CHECK ((status IN ('DISPATCHED', 'RUNNING')) = (finished_at IS NULL))
+);
+COMMENT ON TABLE sched.attempt IS 'Attempts: a reservation of one worker slot and node resources while DISPATCHED or RUNNING.';
+CREATE INDEX attempt_live_worker_idx ON sched.attempt (worker_id) WHERE status IN ('DISPATCHED', 'RUNNING');
+CREATE INDEX attempt_live_lease_idx ON sched.attempt (lease_expires_at) WHERE status IN ('DISPATCHED', 'RUNNING');
+CREATE INDEX attempt_execution_idx ON sched.attempt (execution_id);
+
+CREATE SEQUENCE sched.command_id_seq;
+
+CREATE TABLE sched.command (
+    command_id          bigint PRIMARY KEY DEFAULT nextval('sched.command_id_seq'),
+    worker_id           uuid NOT NULL REFERENCES sched.worker (worker_id),
+    worker_generation   bigint NOT NULL,
+    kind                text NOT NULL CONSTRAINT command_kind_valid CHECK (kind IN ('START', 'CANCEL')),
+    attempt_id          uuid NOT NULL REFERENCES sched.attempt (attempt_id),
+    lease_version       bigint NOT NULL,
+    request_id          bigint NOT NULL,
+    created_at          timestamptz NOT NULL,
+    delivered_at        timestamptz
+);
+ALTER SEQUENCE sched.command_id_seq OWNED BY sched.command.command_id;
+COMMENT ON TABLE sched.command IS 'Commands for workers (START, CANCEL), each delivered once to the generation it was made for.';
+CREATE INDEX command_undelivered_idx ON sched.command (worker_id, command_id) WHERE delivered_at IS NULL;
+
+CREATE SEQUENCE sched.timeline_id_seq;
+
+CREATE TABLE sched.timeline (
+    timeline_id     bigint PRIMARY KEY DEFAULT nextval('sched.timeline_id_seq'),
+    execution_id    uuid NOT NULL REFERENCES sched.execution (execution_id),
+    milestone_key   text NOT NULL,
+    stage           text NOT NULL,
+    step_id         uuid,
+    attempt_number  int,
+    attempt_id      uuid,
+    state           text NOT NULL,
+    component       text NOT NULL,
+    title           text NOT NULL,
+    detail          jsonb,
+    at              timestamptz NOT NULL,
+    CONSTRAINT timeline_milestone_once UNIQUE (execution_id, milestone_key)
+);
+ALTER SEQUENCE sched.timeline_id_seq OWNED BY sched.timeline.timeline_id;
+COMMENT ON TABLE sched.timeline IS 'Milestones of each execution, appended once each (idempotent on milestone_key).';
+
+-- pg_dump keeps the fleet and the queue.
+SELECT pg_catalog.pg_extension_config_dump('sched.node', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.worker', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.tenant', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.execution', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.request', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.request_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.attempt', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.command', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.command_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.timeline', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.timeline_id_seq', '');
+
+-- ---------------------------------------------------------------------------------
+-- Result types (functions whose results reuse parameter names return these)
+-- ---------------------------------------------------------------------------------
+
+CREATE TYPE sched.candidate AS (node_id text, worker_id uuid, score bigint);
+
+CREATE TYPE sched.ranked_candidate AS (
+    rank int, node_id text, worker_id uuid, score bigint,
+    preferred_matches int, weight int, running_attempts int);
+
+CREATE TYPE sched.qualification AS (
+    node_id text, worker_id uuid, eligible boolean, reasons text[], score bigint);
+
+CREATE TYPE sched.dispatch_result AS (
+    outcome text, request_id bigint, attempt_id uuid, node_id text, worker_id uuid,
+    lease_version bigint, score bigint, detail text);
+
+CREATE TYPE sched.registration AS (worker_id uuid, generation bigint);
+
+CREATE TYPE sched.claim AS (request_id bigint, claim_id uuid, claimed_until timestamptz);
+
+-- ---------------------------------------------------------------------------------
+-- Input checks shared by the PL/pgSQL functions (C functions use src/validate.c, which
+-- also implements sched._check_labels so label maps are checked by one routine).
+-- All raise ERROR: 22004 for NULL, 22023 for an invalid value, naming the parameter.
+-- ---------------------------------------------------------------------------------
+
+CREATE FUNCTION sched._check_labels(labels jsonb, parameter text)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'sched_check_labels'
+LANGUAGE C IMMUTABLE;
+
+CREATE FUNCTION sched._require(value anyelement, parameter text)
+RETURNS anyelement
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF value IS NULL THEN
+        RAISE EXCEPTION 'parameter "%" must not be NULL', parameter
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    RETURN value;
+END
+$$;
+
+CREATE FUNCTION sched._require_text(value text, parameter text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF value IS NULL THEN
+        RAISE EXCEPTION 'parameter "%" must not be NULL', parameter
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF value = '' THEN
+        RAISE EXCEPTION 'parameter "%" must not be empty', parameter
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN value;
+END
+$$;
+
+CREATE FUNCTION sched._check_nonnegative(value bigint, parameter text)
+RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF value < 0 THEN
+        RAISE EXCEPTION 'parameter "%" must not be negative: %', parameter, value
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN value;
+END
+$$;
+
+CREATE FUNCTION sched._check_one_of(value text, parameter text, allowed text[])
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF value IS NOT NULL AND NOT (value = ANY (allowed)) THEN
+        RAISE EXCEPTION 'invalid value for parameter "%": "%"', parameter, value
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('Valid values are %s.', array_to_string(allowed, ', '));
+    END IF;
+    RETURN value;
+END
+$$;
+
+CREATE FUNCTION sched._unknown(kind text, id text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION '% "%" does not exist', kind, id
+        USING ERRCODE = 'undefined_object';
+END
+$$;
+
+-- ---------------------------------------------------------------------------------
+-- Fleet functions
+-- ---------------------------------------------------------------------------------
+
+/*
+ * upsert_node: creates the node, or updates the given fields of an existing one.  A NULL
+ * argument keeps the current value (for a new node: {} labels, 0 capacity, weight 100,
+ * ACTIVE).  Capacity may not drop below what live attempts have reserved.
+ * Locks: the node row (FOR UPDATE via INSERT ... ON CONFLICT).
+ */
+CREATE FUNCTION sched.upsert_node(
+    node_id text,
+    labels jsonb DEFAULT NULL,
+    cpu_millis int DEFAULT NULL,
+    memory_mb bigint DEFAULT NULL,
+    gpus int DEFAULT NULL,
+    weight int DEFAULT NULL,
+    management_status text DEFAULT NULL)
+RETURNS sched.node
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.node;
+BEGIN
+    PERFORM sched._require_text(node_id, 'node_id');
+    PERFORM sched._check_labels(labels, 'labels');
+    PERFORM sched._check_nonnegative(cpu_millis, 'cpu_millis');
+    PERFORM sched._check_nonnegative(memory_mb, 'memory_mb');
+    PERFORM sched._check_nonnegative(gpus, 'gpus');
+    PERFORM sched._check_one_of(management_status, 'management_status',
+                                ARRAY['ACTIVE', 'DRAINING', 'DISABLED']);
+
+    SELECT * INTO result FROM sched.node n WHERE n.node_id = upsert_node.node_id FOR UPDATE;
+    IF NOT FOUND THEN
+        INSERT INTO sched.node AS n (node_id, labels, cpu_millis, memory_mb, gpus, weight, management_status)
+        VALUES (upsert_node.node_id, coalesce(labels, '{}'), coalesce(cpu_millis, 0),
+                coalesce(memory_mb, 0), coalesce(gpus, 0), coalesce(weight, 100),
+                coalesce(management_status, 'ACTIVE'))
+        ON CONFLICT ON CONSTRAINT node_pkey DO NOTHING
+        RETURNING * INTO result;
+        IF FOUND THEN
+            RETURN result;
+        END IF;
+        -- a concurrent upsert created it: update it like any existing node
+        SELECT * INTO result FROM sched.node n WHERE n.node_id = upsert_node.node_id FOR UPDATE;
+    END IF;
+
+    IF cpu_millis < result.reserved_cpu_millis THEN
+        RAISE EXCEPTION 'parameter "cpu_millis" (%) is below the % reserved on node "%"',
+            cpu_millis, result.reserved_cpu_millis, node_id
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Drain the node and wait for its attempts to end before shrinking it.';
+    END IF;
+    IF memory_mb < result.reserved_memory_mb THEN
+        RAISE EXCEPTION 'parameter "memory_mb" (%) is below the % reserved on node "%"',
+            memory_mb, result.reserved_memory_mb, node_id
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Drain the node and wait for its attempts to end before shrinking it.';
+    END IF;
+    IF gpus < result.reserved_gpus THEN
+        RAISE EXCEPTION 'parameter "gpus" (%) is below the % reserved on node "%"',
+            gpus, result.reserved_gpus, node_id
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Drain the node and wait for its attempts to end before shrinking it.';
+    END IF;
+
+    UPDATE sched.node n SET
+        labels = coalesce(upsert_node.labels, n.labels),
+        cpu_millis = coalesce(upsert_node.cpu_millis, n.cpu_millis),
+        memory_mb = coalesce(upsert_node.memory_mb, n.memory_mb),
+        gpus = coalesce(upsert_node.gpus, n.gpus),
+        weight = coalesce(upsert_node.weight, n.weight),
+        management_status = coalesce(upsert_node.management_status, n.management_status),
+        updated_at = now()
+    WHERE n.node_id = upsert_node.node_id
+    RETURNING * INTO result;
+    RETURN result;
+END
+$$;
+
+/*
+ * register_worker: a worker (re)starts its session on a node for one capability.  The
+ * worker of a (node, capability) keeps its worker_id across registrations; each
+ * registration increments generation, marks the worker READY and counts as a heartbeat.
+ * A cordon survives re-registration.  Commands and leases of older generations are not
+ * delivered to the new session (see poll_commands).
+ * Locks: the node row (FOR SHARE: a drain cannot interleave), then the worker row.
+ */
+CREATE FUNCTION sched.register_worker(
+    node_id text,
+    capability text,
+    capability_versions text[],
+    slots int,
+    worker_id uuid DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS sched.registration
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    existing sched.worker;
+    result sched.registration;
+BEGIN
+    PERFORM sched._require_text(node_id, 'node_id');
+    PERFORM sched._require_text(capability, 'capability');
+    PERFORM sched._require(capability_versions, 'capability_versions');
+    IF cardinality(capability_versions) = 0 THEN
+        RAISE EXCEPTION 'parameter "capability_versions" must not be empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF array_position(capability_versions, NULL) IS NOT NULL
+       OR array_position(capability_versions, '') IS NOT NULL THEN
+        RAISE EXCEPTION 'parameter "capability_versions" must not contain NULL or empty versions'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sched._require(slots, 'slots');
+    PERFORM sched._check_nonnegative(slots, 'slots');
+    PERFORM sched._require(at, 'at');
+
+    PERFORM 1 FROM sched.node n WHERE n.node_id = register_worker.node_id FOR SHARE;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('node', node_id);
+    END IF;
+
+    SELECT * INTO existing FROM sched.worker w
+     WHERE w.node_id = register_worker.node_id AND w.capability = register_worker.capability
+     FOR UPDATE;
+
+    IF FOUND THEN
+        IF worker_id IS NOT NULL AND worker_id <> existing.worker_id THEN
+            RAISE EXCEPTION 'node "%" already has worker % for capability "%"',
+                node_id, existing.worker_id, capability
+                USING ERRCODE = 'unique_violation',
+                      DETAIL = format('Parameter "worker_id" is %s.', worker_id),
+                      HINT = 'Register without worker_id to take over the existing worker identity.';
+        END IF;
+        IF slots < existing.live_attempts THEN
+            RAISE EXCEPTION 'parameter "slots" (%) is below the % live attempts of worker %',
+                slots, existing.live_attempts, existing.worker_id
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        UPDATE sched.worker w SET
+            capability_versions = register_worker.capability_versions,
+            slots = register_worker.slots,
+            runtime_state = 'READY',
+            last_heartbeat = greatest(w.last_heartbeat, register_worker.at),
+            generation = w.generation + 1,
+            registered_at = register_worker.at
+        WHERE w.worker_id = existing.worker_id
+        RETURNING w.worker_id, w.generation INTO result.worker_id, result.generation;
+        RETURN result;
+    END IF;
+
+    IF worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM sched.worker w WHERE w.worker_id = register_worker.worker_id) THEN
+        RAISE EXCEPTION 'worker % is registered for another node or capability', worker_id
+            USING ERRCODE = 'unique_violation',
+                  DETAIL = format('Parameters "node_id" and "capability" are "%s" and "%s".', node_id, capability);
+    END IF;
+
+    INSERT INTO sched.worker AS w (worker_id, node_id, capability, capability_versions, slots,
+                                   runtime_state, last_heartbeat, generation, registered_at)
+    VALUES (coalesce(register_worker.worker_id, gen_random_uuid()), register_worker.node_id,
+            register_worker.capability, register_worker.capability_versions, register_worker.slots,
+            'READY', register_worker.at, 1, register_worker.at)
+    RETURNING w.worker_id, w.generation INTO result.worker_id, result.generation;
+    RETURN result;
+END
+$$;
+
+/*
+ * heartbeat: the worker's session reports it is alive and its runtime state.  Refused
+ * (55000) when generation is not the worker's current one: a previous session of a
+ * re-registered worker cannot revive it.  last_heartbeat never moves backwards.
+ * Locks: the worker row.
+ */
+CREATE FUNCTION sched.heartbeat(
+    worker_id uuid,
+    generation bigint,
+    at timestamptz DEFAULT now(),
+    runtime_state text DEFAULT 'READY')
+RETURNS sched.worker
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur sched.worker;
+BEGIN
+    PERFORM sched._require(worker_id, 'worker_id');
+    PERFORM sched._require(generation, 'generation');
+    PERFORM sched._require(at, 'at');
+    PERFORM sched._require_text(runtime_state, 'runtime_state');
+    PERFORM sched._check_one_of(runtime_state, 'runtime_state',
+                                ARRAY['STARTING', 'READY', 'DRAINING', 'STOPPED']);
+
+    SELECT * INTO cur FROM sched.worker w WHERE w.worker_id = heartbeat.worker_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('worker', worker_id::text);
+    END IF;
+    IF cur.generation <> heartbeat.generation THEN
+        RAISE EXCEPTION 'stale generation % for worker %', generation, worker_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('The current generation is %s.', cur.generation),
+                  HINT = 'A worker session that re-registered elsewhere replaced this one; register again.';
+    END IF;
+
+    UPDATE sched.worker w SET
+        last_heartbeat = greatest(w.last_heartbeat, heartbeat.at),
+        runtime_state = heartbeat.runtime_state
+    WHERE w.worker_id = heartbeat.worker_id
+    RETURNING * INTO cur;
+    RETURN cur;
+END
+$$;
+
+/* drain_node: the node takes no new work; live attempts run to their end.  Locks: node row. */
+CREATE FUNCTION sched.drain_node(node_id text)
+RETURNS sched.node
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.node;
+BEGIN
+    PERFORM sched._require_text(node_id, 'node_id');
+    UPDATE sched.node n SET management_status = 'DRAINING', updated_at = now()
+     WHERE n.node_id = drain_node.node_id
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('node', node_id);
+    END IF;
+    RETURN result;
+END
+$$;
+
+/* cordon_worker / uncordon_worker: scheduling_status CORDONED / ELIGIBLE.  Locks: worker row. */
+CREATE FUNCTION sched.cordon_worker(worker_id uuid)
+RETURNS sched.worker
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.worker;
+BEGIN
+    PERFORM sched._require(worker_id, 'worker_id');
+    UPDATE sched.worker w SET scheduling_status = 'CORDONED'
+     WHERE w.worker_id = cordon_worker.worker_id
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('worker', worker_id::text);
+    END IF;
+    RETURN result;
+END
+$$;
+
+CREATE FUNCTION sched.uncordon_worker(worker_id uuid)
+RETURNS sched.worker
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.worker;
+BEGIN
+    PERFORM sched._require(worker_id, 'worker_id');
+    UPDATE sched.worker w SET scheduling_status = 'ELIGIBLE'
+     WHERE w.worker_id = uncordon_worker.worker_id
+    RETURNING * INTO result;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('worker', worker_id::text);
+    END IF;
+    RETURN result;
+END
+$$;
+
+CREATE FUNCTION sched.set_tenant_weight(tenant text, weight int)
+RETURNS sched.tenant
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.tenant;
+BEGIN
+    PERFORM sched._require_text(tenant, 'tenant');
+    PERFORM sched._require(weight, 'weight');
+    IF weight <= 0 THEN
+        RAISE EXCEPTION 'parameter "weight" must be positive: %', weight
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO sched.tenant AS t (tenant, weight) VALUES (set_tenant_weight.tenant, set_tenant_weight.weight)
+    ON CONFLICT ON CONSTRAINT tenant_pkey DO UPDATE SET weight = excluded.weight
+    RETURNING * INTO result;
+    RETURN result;
+END
+$$;
+
+-- ---------------------------------------------------------------------------------
+-- Timeline
+-- ---------------------------------------------------------------------------------
+
+/* Appends one milestone; a milestone_key already recorded for the execution is kept as is. */
+CREATE FUNCTION sched._milestone(
+    execution_id uuid, milestone_key text, stage text, step_id uuid, attempt_number int,
+    attempt_id uuid, state text, component text, title text, detail jsonb, at timestamptz)
+RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number,
+                                attempt_id, state, component, title, detail, at)
+    VALUES (execution_id, milestone_key, stage, step_id, attempt_number,
+            attempt_id, state, component, title, detail, at)
+    ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING
+$$;
+
+-- ---------------------------------------------------------------------------------
+-- Work
+-- ---------------------------------------------------------------------------------
+
+/*
+ * submit: queues one attempt of one step.  Idempotent on (step_id, attempt_number): a
+ * repeated call returns the existing request_id and changes nothing.  Creates the
+ * execution (QUEUED, with this tenant) at its first submit.  A request is ready from
+ * available_at, which is also its queued_at (backoffs move available_at only).
+ * Locks: the execution row (FOR SHARE, so cancel/complete cannot interleave).
+ */
+CREATE FUNCTION sched.submit(
+    execution_id uuid,
+    step_id uuid,
+    capability text,
+    capability_version text,
+    attempt_number int DEFAULT 1,
+    tenant text DEFAULT 'default',
+    priority int DEFAULT 0,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    max_attempts int DEFAULT 3,
+    available_at timestamptz DEFAULT now())
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    existing sched.request;
+    new_id bigint;
+BEGIN
+    PERFORM sched._require(execution_id, 'execution_id');
+    PERFORM sched._require(step_id, 'step_id');
+    PERFORM sched._require_text(capability, 'capability');
+    PERFORM sched._require_text(capability_version, 'capability_version');
+    PERFORM sched._require(attempt_number, 'attempt_number');
+    IF attempt_number < 1 THEN
+        RAISE EXCEPTION 'parameter "attempt_number" must be at least 1: %', attempt_number
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sched._require_text(tenant, 'tenant');
+    PERFORM sched._require(priority, 'priority');
+    PERFORM sched._require(required_labels, 'required_labels');
+    PERFORM sched._check_labels(required_labels, 'required_labels');
+    PERFORM sched._require(preferred_labels, 'preferred_labels');
+    PERFORM sched._check_labels(preferred_labels, 'preferred_labels');
+    PERFORM sched._check_nonnegative(sched._require(min_cpu_millis, 'min_cpu_millis'), 'min_cpu_millis');
+    PERFORM sched._check_nonnegative(sched._require(min_memory_mb, 'min_memory_mb'), 'min_memory_mb');
+    PERFORM sched._check_nonnegative(sched._require(min_gpus, 'min_gpus'), 'min_gpus');
+    PERFORM sched._check_nonnegative(sched._require(reserve_cpu_millis, 'reserve_cpu_millis'), 'reserve_cpu_millis');
+    PERFORM sched._check_nonnegative(sched._require(reserve_memory_mb, 'reserve_memory_mb'), 'reserve_memory_mb');
+    PERFORM sched._check_nonnegative(sched._require(reserve_gpus, 'reserve_gpus'), 'reserve_gpus');
+    IF node_id = '' THEN
+        RAISE EXCEPTION 'parameter "node_id" must not be empty'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass NULL for a request that is not pinned to a node.';
+    END IF;
+    PERFORM sched._require(max_attempts, 'max_attempts');
+    IF max_attempts < 1 THEN
+        RAISE EXCEPTION 'parameter "max_attempts" must be at least 1: %', max_attempts
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sched._require(available_at, 'available_at');
+
+    INSERT INTO sched.execution AS e (execution_id, tenant, status, created_at, updated_at)
+    VALUES (submit.execution_id, submit.tenant, 'QUEUED', now(), now())
+    ON CONFLICT ON CONSTRAINT execution_pkey DO NOTHING;
+    PERFORM 1 FROM sched.execution e WHERE e.execution_id = submit.execution_id FOR SHARE;
+
+    SELECT * INTO existing FROM sched.request r
+     WHERE r.step_id = submit.step_id AND r.attempt_number = submit.attempt_number;
+    IF FOUND THEN
+        IF existing.execution_id <> submit.execution_id THEN
+            RAISE EXCEPTION 'step % attempt % belongs to execution %, not %',
+                step_id, attempt_number, existing.execution_id, execution_id
+                USING ERRCODE = 'unique_violation';
+        END IF;
+        RETURN existing.request_id;
+    END IF;
+
+    INSERT INTO sched.request AS r (
+        execution_id, step_id, attempt_number, tenant, priority, capability, capability_version,
+        required_labels, preferred_labels, min_cpu_millis, min_memory_mb, min_gpus,
+        reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts,
+        state, queued_at, available_at)
+    VALUES (
+        submit.execution_id, submit.step_id, submit.attempt_number, submit.tenant, submit.priority,
+        submit.capability, submit.capability_version, submit.required_labels, submit.preferred_labels,
+        submit.min_cpu_millis, submit.min_memory_mb, submit.min_gpus, submit.reserve_cpu_millis,
+        submit.reserve_memory_mb, submit.reserve_gpus, submit.node_id, submit.max_attempts,
+        'PENDING', submit.available_at, submit.available_at)
+    ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING
+    RETURNING r.request_id INTO new_id;
+
+    IF new_id IS NULL THEN
+        -- a concurrent submit of the same step and attempt won: return its request
+        SELECT r.request_id INTO new_id FROM sched.request r
+         WHERE r.step_id = submit.step_id AND r.attempt_number = submit.attempt_number;
+        RETURN new_id;
+    END IF;
+
+    PERFORM sched._milestone(submit.execution_id,
+        format('step.queued:%s:%s', submit.step_id, submit.attempt_number),
+        'SCHEDULING', submit.step_id, submit.attempt_number, NULL, 'QUEUED', 'Queue',
+        'Queued for scheduling',
+        jsonb_build_object('request_id', new_id, 'capability', submit.capability,
+                           'capability_version', submit.capability_version, 'tenant', submit.tenant,
+                           'priority', submit.priority),
+        submit.available_at);
+    RETURN new_id;
+END
+$$;
+
+/*
+ * claim_requests: hands up to max_requests ready requests, in queue order, to a scheduler
+ * that decides placement itself; it must dispatch each with dispatch_attempt(request_id,
+ * claim_id) before claimed_until.  An expired claim returns the request to the queue.
+ * Locks: the claimed request rows (FOR UPDATE SKIP LOCKED: concurrent claimers never wait
+ * for each other and never take the same request).
+ */
+CREATE FUNCTION sched.claim_requests(
+    max_requests int DEFAULT 1,
+    claim_ttl interval DEFAULT '30 s',
+    capability text DEFAULT NULL,
+    tenant text DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.claim
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    new_claim uuid := gen_random_uuid();
+BEGIN
+    PERFORM sched._require(max_requests, 'max_requests');
+    IF max_requests < 1 THEN
+        RAISE EXCEPTION 'parameter "max_requests" must be at least 1: %', max_requests
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sched._require(claim_ttl, 'claim_ttl');
+    IF claim_ttl <= interval '0' THEN
+        RAISE EXCEPTION 'parameter "claim_ttl" must be positive: %', claim_ttl
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF capability = '' THEN
+        RAISE EXCEPTION 'parameter "capability" must not be empty'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass NULL to claim any capability.';
+    END IF;
+    IF tenant = '' THEN
+        RAISE EXCEPTION 'parameter "tenant" must not be empty'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass NULL to claim for any tenant.';
+    END IF;
+    PERFORM sched._require(at, 'at');
+
+    RETURN QUERY
+    WITH picked AS (
+        SELECT r.request_id
+          FROM sched.request r
+          JOIN sched.execution e ON e.execution_id = r.execution_id
+         WHERE (r.state = 'PENDING' OR (r.state = 'CLAIMED' AND r.claimed_until <= claim_requests.at))
+           AND r.available_at <= claim_requests.at
+           AND e.status IN ('CREATED', 'QUEUED', 'RUNNING')
+           AND (claim_requests.capability IS NULL OR r.capability = claim_requests.capability)
+           AND (claim_requests.tenant IS NULL OR r.tenant = claim_requests.tenant)
+         ORDER BY r.priority DESC, r.queued_at, r.request_id
+         LIMIT max_requests
+         FOR UPDATE OF r SKIP LOCKED
+    )
+    UPDATE sched.request r
+       SET state = 'CLAIMED', claim_id = new_claim, claimed_until = claim_requests.at + claim_ttl
+      FROM picked
+     WHERE r.request_id = picked.request_id
+    RETURNING r.request_id, r.claim_id, r.claimed_until;
+END
+$$;
+
+/*
+ * complete_execution: the application declares the execution done.  Refused (55000) while
+ * a request of it is pending or claimed or an attempt is live.  Idempotent on SUCCEEDED.
+ */
+CREATE FUNCTION sched.complete_execution(execution_id uuid, at timestamptz DEFAULT now())
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur text;
+BEGIN
+    PERFORM sched._require(execution_id, 'execution_id');
+    PERFORM sched._require(at, 'at');
+    SELECT e.status INTO cur FROM sched.execution e
+     WHERE e.execution_id = complete_execution.execution_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('execution', execution_id::text);
+    END IF;
+    IF cur = 'SUCCEEDED' THEN
+        RETURN cur;
+    END IF;
+    IF cur NOT IN ('CREATED', 'QUEUED', 'RUNNING') THEN
+        RAISE EXCEPTION 'execution % is already closed as %', execution_id, cur
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF EXISTS (SELECT 1 FROM sched.request r
+                WHERE r.execution_id = complete_execution.execution_id
+                  AND r.state IN ('PENDING', 'CLAIMED'))
+       OR EXISTS (SELECT 1 FROM sched.attempt a
+                   WHERE a.execution_id = complete_execution.execution_id
+                     AND a.status IN ('DISPATCHED', 'RUNNING')) THEN
+        RAISE EXCEPTION 'execution % still has pending requests or live attempts', execution_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Finish or cancel its work first, or call cancel_execution.';
+    END IF;
+    UPDATE sched.execution e SET status = 'SUCCEEDED', updated_at = at, finished_at = at
+     WHERE e.execution_id = complete_execution.execution_id;
+    PERFORM sched._milestone(complete_execution.execution_id, 'execution.succeeded', 'EXECUTION',
+        NULL, NULL, NULL, 'SUCCEEDED', 'Application', 'Execution completed', NULL, at);
+    RETURN 'SUCCEEDED';
+END
+$$;
+
+/*
+ * cancel_execution: marks the execution CANCELLED, cancels its pending and claimed
+ * requests, and sends a CANCEL command to the worker of each live attempt (the attempt
+ * stays live until the worker finishes it or its lease expires).  Idempotent.
+ * Locks: the execution row (FOR UPDATE), then its open requests with SKIP LOCKED: a
+ * request locked by a dispatcher is left to it, and that dispatcher, which must lock the
+ * execution after the request, sees CANCELLED and cancels the request itself
+ * (EXECUTION_CLOSED).  It never waits for a request while holding the execution.
+ */
+CREATE FUNCTION sched.cancel_execution(execution_id uuid, at timestamptz DEFAULT now())
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur text;
+BEGIN
+    PERFORM sched._require(execution_id, 'execution_id');
+    PERFORM sched._require(at, 'at');
+    SELECT e.status INTO cur FROM sched.execution e
+     WHERE e.execution_id = cancel_execution.execution_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('execution', execution_id::text);
+    END IF;
+    IF cur = 'CANCELLED' THEN
+        RETURN cur;
+    END IF;
+    IF cur NOT IN ('CREATED', 'QUEUED', 'RUNNING') THEN
+        RAISE EXCEPTION 'execution % is already closed as %', execution_id, cur
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    UPDATE sched.execution e SET status = 'CANCELLED', updated_at = at, finished_at = at
+     WHERE e.execution_id = cancel_execution.execution_id;
+
+    UPDATE sched.request r SET state = 'CANCELLED', claim_id = NULL, claimed_until = NULL
+     WHERE r.request_id IN (
+        SELECT r2.request_id FROM sched.request r2
+         WHERE r2.execution_id = cancel_execution.execution_id
+           AND r2.state IN ('PENDING', 'CLAIMED')
+         FOR UPDATE SKIP LOCKED);
+
+    INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, request_id, created_at)
+    SELECT a.worker_id, a.worker_generation, 'CANCEL', a.attempt_id, a.lease_version, a.request_id, at
+      FROM sched.attempt a
+     WHERE a.execution_id = cancel_execution.execution_id
+       AND a.status IN ('DISPATCHED', 'RUNNING')
+     ORDER BY a.dispatched_at, a.attempt_id;
+
+    PERFORM pg_catalog.pg_notify('sched_worker_' || a.worker_id::text, 'CANCEL ' || a.attempt_id::text)
+       FROM sched.attempt a
+      WHERE a.execution_id = cancel_execution.execution_id
+        AND a.status IN ('DISPATCHED', 'RUNNING');
+
+    PERFORM sched._milestone(cancel_execution.execution_id, 'execution.cancelled', 'EXECUTION',
+        NULL, NULL, NULL, 'CANCELLED', 'Application', 'Execution cancelled', NULL, at);
+    RETURN 'CANCELLED';
+END
+$$;
+
+-- ---------------------------------------------------------------------------------
+-- Placement and reservation (C)
+-- ---------------------------------------------------------------------------------
+
+CREATE FUNCTION sched.select_candidate(
+    capability text,
+    capability_version text,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    heartbeat_ttl interval DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.candidate
+AS 'MODULE_PATHNAME', 'sched_select_candidate'
+LANGUAGE C STABLE ROWS 1;
+
+CREATE FUNCTION sched.rank_candidates(
+    capability text,
+    capability_version text,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    heartbeat_ttl interval DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.ranked_candidate
+AS 'MODULE_PATHNAME', 'sched_rank_candidates'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION sched.qualification_reasons(
+    capability text,
+    capability_version text,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    heartbeat_ttl interval DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.qualification
+AS 'MODULE_PATHNAME', 'sched_qualification_reasons'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION sched.qualification_reasons(request_id bigint, at timestamptz DEFAULT now())
+RETURNS SETOF sched.qualification
+AS 'MODULE_PATHNAME', 'sched_qualification_reasons_for_request'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION sched.dispatch_attempt(
+    request_id bigint,
+    claim_id uuid DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS sched.dispatch_result
+AS 'MODULE_PATHNAME', 'sched_dispatch_attempt'
+LANGUAGE C VOLATILE;
+
+/* The bigint key of the advisory lock dispatch takes on (step_id, attempt_number), as
+ * shown in pg_locks (classid = high 32 bits, objid = low 32 bits, objsubid = 1). */
+CREATE FUNCTION sched.step_lock_key(step_id uuid, attempt_number int)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'sched_step_lock_key'
+LANGUAGE C IMMUTABLE STRICT;

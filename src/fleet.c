@@ -1,0 +1,206 @@
+/*
+ * fleet.c — reading the fleet snapshot that placement works on, and the locked re-read
+ * of one (worker, node) pair that the reservation re-checks.
+ *
+ * Reads take no locks (plain MVCC snapshot of the calling statement); only
+ * sched_fleet_lock_pair() locks, FOR UPDATE of the worker and its node.
+ */
+#include "pg_sched.h"
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+/* Columns of a fleet row; keep in step with FLEET_COLUMNS. */
+enum
+{
+	FC_NODE_ID = 1, FC_MGMT, FC_LABELS, FC_CPU, FC_MEM, FC_GPUS, FC_WEIGHT,
+	FC_RES_CPU, FC_RES_MEM, FC_RES_GPUS, FC_NODE_LIVE,
+	FC_WORKER_ID, FC_RUNTIME, FC_SCHEDULING, FC_HEARTBEAT, FC_VERSIONS, FC_SLOTS,
+	FC_WORKER_LIVE, FC_GENERATION
+};
+
+#define FLEET_COLUMNS \
+	"SELECT n.node_id, n.management_status, n.labels, n.cpu_millis, n.memory_mb, n.gpus, " \
+	"       n.weight, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, " \
+	"       n.live_attempts, w.worker_id, w.runtime_state, w.scheduling_status, " \
+	"       w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts, w.generation "
+
+static SchedStatement fleet_capable = {
+	FLEET_COLUMNS
+	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
+	" WHERE w.capability OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+static SchedStatement fleet_all = {
+	FLEET_COLUMNS
+	"  FROM sched.node n LEFT JOIN sched.worker w "
+	"    ON w.node_id OPERATOR(pg_catalog.=) n.node_id AND w.capability OPERATOR(pg_catalog.=) $1 "
+	" ORDER BY n.node_id COLLATE \"C\"",
+	1, {TEXTOID}
+};
+
+static SchedStatement pair_lock = {
+	FLEET_COLUMNS
+	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
+	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF w, n",
+	1, {UUIDOID}
+};
+
+static SchedStatement pair_lock_skip = {
+	FLEET_COLUMNS
+	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
+	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF w, n SKIP LOCKED",
+	1, {UUIDOID}
+};
+
+static SchedNodeStatus
+node_status(const char *s)
+{
+	if (strcmp(s, "ACTIVE") == 0)
+		return SCHED_NODE_ACTIVE;
+	if (strcmp(s, "DRAINING") == 0)
+		return SCHED_NODE_DRAINING;
+	return SCHED_NODE_DISABLED;
+}
+
+static SchedRuntimeState
+runtime_state(const char *s)
+{
+	if (strcmp(s, "READY") == 0)
+		return SCHED_WORKER_READY;
+	if (strcmp(s, "STARTING") == 0)
+		return SCHED_WORKER_STARTING;
+	if (strcmp(s, "DRAINING") == 0)
+		return SCHED_WORKER_DRAINING;
+	return SCHED_WORKER_STOPPED;
+}
+
+/* Decodes SPI_tuptable row i into *r (strings copied into CurrentMemoryContext). */
+static void
+decode_row(int i, SchedFleetRow *r)
+{
+	SchedCandidate *c = &r->c;
+	bool		isnull;
+	Datum		d;
+
+	memset(r, 0, sizeof(*r));
+	c->node_id = sched_spi_text(i, FC_NODE_ID);
+	c->management_status = node_status(sched_spi_text(i, FC_MGMT));
+	d = sched_spi_get(i, FC_LABELS, &isnull);
+	if (!isnull)
+		sched_labels_from_jsonb(DatumGetJsonbP(d), NULL, &c->labels);
+	c->cpu_millis = sched_spi_int64(i, FC_CPU);
+	c->memory_mb = sched_spi_int64(i, FC_MEM);
+	c->gpus = sched_spi_int64(i, FC_GPUS);
+	c->weight = (int32) sched_spi_int64(i, FC_WEIGHT);
+	c->reserved_cpu_millis = sched_spi_int64(i, FC_RES_CPU);
+	c->reserved_memory_mb = sched_spi_int64(i, FC_RES_MEM);
+	c->reserved_gpus = sched_spi_int64(i, FC_RES_GPUS);
+	c->node_live_attempts = (int32) sched_spi_int64(i, FC_NODE_LIVE);
+
+	d = sched_spi_get(i, FC_WORKER_ID, &isnull);
+	c->has_worker = !isnull;
+	if (!c->has_worker)
+		return;
+	r->worker_id = *DatumGetUUIDP(d);
+	c->runtime_state = runtime_state(sched_spi_text(i, FC_RUNTIME));
+	c->scheduling_status = strcmp(sched_spi_text(i, FC_SCHEDULING), "ELIGIBLE") == 0
+		? SCHED_WORKER_ELIGIBLE : SCHED_WORKER_CORDONED;
+	d = sched_spi_get(i, FC_HEARTBEAT, &isnull);
+	c->has_heartbeat = !isnull;
+	c->last_heartbeat = isnull ? 0 : DatumGetTimestampTz(d);
+	d = sched_spi_get(i, FC_VERSIONS, &isnull);
+	if (!isnull)
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(d);
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		int			k;
+		const char **versions;
+
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+		versions = palloc(sizeof(char *) * Max(n, 1));
+		for (k = 0; k < n; k++)
+			versions[k] = nulls[k] ? NULL : TextDatumGetCString(elems[k]);
+		c->versions = versions;
+		c->version_count = n;
+	}
+	c->slots = (int32) sched_spi_int64(i, FC_SLOTS);
+	c->worker_live_attempts = (int32) sched_spi_int64(i, FC_WORKER_LIVE);
+	r->generation = sched_spi_int64(i, FC_GENERATION);
+}
+
+void
+sched_fleet_load(const char *capability, bool all_nodes, SchedFleet *fleet)
+{
+	Datum		arg = CStringGetTextDatum(capability);
+	uint64		i;
+
+	sched_spi_exec(all_nodes ? &fleet_all : &fleet_capable, &arg, NULL, true, 0, SPI_OK_SELECT);
+	fleet->count = (int) SPI_processed;
+	fleet->rows = palloc(sizeof(SchedFleetRow) * Max(fleet->count, 1));
+	for (i = 0; i < SPI_processed; i++)
+		decode_row((int) i, &fleet->rows[i]);
+}
+
+bool
+sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row)
+{
+	Datum		arg = UUIDPGetDatum(worker_id);
+
+	sched_spi_exec(skip_locked ? &pair_lock_skip : &pair_lock, &arg, NULL, false, 1,
+				   SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	decode_row(0, row);
+	return true;
+}
+
+SchedRanked *
+sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count)
+{
+	SchedRanked *ranked = palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < fleet->count; i++)
+	{
+		if (sched_admission(p, &fleet->rows[i].c) != 0)
+			continue;
+		sched_score(p, &fleet->rows[i].c, &ranked[n]);
+		ranked[n].index = i;
+		n++;
+	}
+	sched_rank(ranked, n);
+	*count = n;
+	return ranked;
+}
+
+char *
+sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, int *eligible)
+{
+	int			counts[SCHED_R_COUNT] = {0};
+	int			ok = 0;
+	int			i;
+	size_t		len;
+	char	   *buf;
+
+	for (i = 0; i < fleet->count; i++)
+	{
+		SchedReasonSet r = sched_admission(p, &fleet->rows[i].c);
+
+		if (r == 0)
+			ok++;
+		sched_count_reasons(r, counts);
+	}
+	len = sched_format_summary(NULL, 0, fleet->count, ok, counts);
+	buf = palloc(len + 1);
+	sched_format_summary(buf, len + 1, fleet->count, ok, counts);
+	if (eligible != NULL)
+		*eligible = ok;
+	return buf;
+}

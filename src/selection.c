@@ -1,0 +1,166 @@
+/*
+ * selection.c — stages 2 and 3 as SQL functions: select_candidate, rank_candidates and
+ * both forms of qualification_reasons.  All are read-only (STABLE), take no locks, and
+ * are a pure function of (fleet snapshot, request, at): they read the fleet once and
+ * hand it to the placement core, whose sched_admission() is also what dispatch uses.
+ */
+#include "pg_sched.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(sched_select_candidate);
+PG_FUNCTION_INFO_V1(sched_rank_candidates);
+PG_FUNCTION_INFO_V1(sched_qualification_reasons);
+PG_FUNCTION_INFO_V1(sched_qualification_reasons_for_request);
+
+static void
+connect_spi(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+}
+
+/* Emits ranked candidates (all, or only the best with limit 1) into the SRF result. */
+static void
+emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, int limit)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SchedFleet	fleet;
+	SchedRanked *ranked;
+	int			n;
+	int			i;
+
+	connect_spi();
+	sched_fleet_load(args->p.capability, false, &fleet);
+	ranked = sched_fleet_rank(&args->p, &fleet, &n);
+	for (i = 0; i < n && (limit <= 0 || i < limit); i++)
+	{
+		SchedFleetRow *row = &fleet.rows[ranked[i].index];
+		Datum		values[7];
+		bool		nulls[7] = {0};
+
+		if (full)
+		{
+			values[0] = Int32GetDatum(i + 1);
+			values[1] = CStringGetTextDatum(ranked[i].node_id);
+			values[2] = UUIDPGetDatum(&row->worker_id);
+			values[3] = Int64GetDatum(ranked[i].score);
+			values[4] = Int32GetDatum(ranked[i].preferred_matches);
+			values[5] = Int32GetDatum(ranked[i].weight);
+			values[6] = Int32GetDatum(ranked[i].running_attempts);
+		}
+		else
+		{
+			values[0] = CStringGetTextDatum(ranked[i].node_id);
+			values[1] = UUIDPGetDatum(&row->worker_id);
+			values[2] = Int64GetDatum(ranked[i].score);
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	SPI_finish();
+}
+
+/* select_candidate(<placement>) → at most one (node_id, worker_id, score). */
+Datum
+sched_select_candidate(PG_FUNCTION_ARGS)
+{
+	SchedPlacementArgs args;
+
+	sched_placement_from_args(fcinfo, &args);
+	InitMaterializedSRF(fcinfo, 0);
+	emit_ranked(fcinfo, &args, false, 1);
+	return (Datum) 0;
+}
+
+/* rank_candidates(<placement>) → every admitted pair, best first, with score terms. */
+Datum
+sched_rank_candidates(PG_FUNCTION_ARGS)
+{
+	SchedPlacementArgs args;
+
+	sched_placement_from_args(fcinfo, &args);
+	InitMaterializedSRF(fcinfo, 0);
+	emit_ranked(fcinfo, &args, true, 0);
+	return (Datum) 0;
+}
+
+/* One row per node, bytewise node_id order: eligible, every reason, score if eligible. */
+static void
+emit_qualification(FunctionCallInfo fcinfo, const SchedPlacementArgs *args)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SchedFleet	fleet;
+	int			i;
+
+	sched_fleet_load(args->p.capability, true, &fleet);
+	for (i = 0; i < fleet.count; i++)
+	{
+		SchedFleetRow *row = &fleet.rows[i];
+		SchedReasonSet reasons = sched_admission(&args->p, &row->c);
+		Datum		codes[SCHED_R_COUNT];
+		int			n = 0;
+		int			k;
+		Datum		values[5];
+		bool		nulls[5] = {0};
+
+		for (k = 0; k < SCHED_R_COUNT; k++)
+			if (reasons & SCHED_REASON_BIT(k))
+				codes[n++] = CStringGetTextDatum(sched_reason_names[k]);
+
+		values[0] = CStringGetTextDatum(row->c.node_id);
+		if (row->c.has_worker)
+			values[1] = UUIDPGetDatum(&row->worker_id);
+		else
+			nulls[1] = true;
+		values[2] = BoolGetDatum(reasons == 0);
+		values[3] = PointerGetDatum(construct_array(codes, n, TEXTOID, -1, false, TYPALIGN_INT));
+		if (reasons == 0)
+		{
+			SchedRanked scored;
+
+			sched_score(&args->p, &row->c, &scored);
+			values[4] = Int64GetDatum(scored.score);
+		}
+		else
+			nulls[4] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+/* qualification_reasons(<placement>) */
+Datum
+sched_qualification_reasons(PG_FUNCTION_ARGS)
+{
+	SchedPlacementArgs args;
+
+	sched_placement_from_args(fcinfo, &args);
+	InitMaterializedSRF(fcinfo, 0);
+	connect_spi();
+	emit_qualification(fcinfo, &args);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* qualification_reasons(request_id, at): the stored request, heartbeat TTL from the setting. */
+Datum
+sched_qualification_reasons_for_request(PG_FUNCTION_ARGS)
+{
+	SchedPlacementArgs args;
+	int64		request_id;
+
+	sched_check_not_null(fcinfo, 0, "request_id");
+	sched_check_not_null(fcinfo, 1, "at");
+	request_id = PG_GETARG_INT64(0);
+	InitMaterializedSRF(fcinfo, 0);
+	connect_spi();
+	if (!sched_request_load(request_id, false, PG_GETARG_TIMESTAMPTZ(1), &args, NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("request " INT64_FORMAT " does not exist", request_id)));
+	emit_qualification(fcinfo, &args);
+	SPI_finish();
+	return (Datum) 0;
+}

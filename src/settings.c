@@ -1,0 +1,56 @@
+/*
+ * settings.c — module entry point and the sched.* settings.
+ *
+ * Every setting is PGC_USERSET (a session or a single transaction may change it with
+ * SET) and measured in seconds (GUC_UNIT_S: '2min' and '90s' are accepted).
+ */
+#include "pg_sched.h"
+
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+int			sched_heartbeat_ttl_s = 60;
+int			sched_lease_ttl_s = 300;
+int			sched_unschedulable_backoff_max_s = 60;
+int			sched_starvation_after_s = 600;
+int			sched_aging_interval_s = 60;
+int			sched_maintenance_interval_s = 5;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("sched.heartbeat_ttl",
+							"A worker whose last heartbeat is older than this is not admitted (heartbeat_expired).",
+							"Used when a placement call passes heartbeat_ttl => NULL, and by dispatch.",
+							&sched_heartbeat_ttl_s, 60, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.lease_ttl",
+							"Lease of a dispatched attempt: the worker must start or renew it within this time.",
+							NULL,
+							&sched_lease_ttl_s, 300, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.unschedulable_backoff_max",
+							"Longest backoff of an unschedulable request (1 s, doubling at every try).",
+							NULL,
+							&sched_unschedulable_backoff_max_s, 60, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.starvation_after",
+							"A ready request waiting longer than this goes before every other.",
+							NULL,
+							&sched_starvation_after_s, 600, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.aging_interval",
+							"A waiting request gains one priority level per interval waited.",
+							NULL,
+							&sched_aging_interval_s, 60, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.maintenance_interval",
+							"How often the background worker reaps expired leases and claims.",
+							NULL,
+							&sched_maintenance_interval_s, 5, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("sched");
+}

@@ -1,0 +1,74 @@
+/*
+ * spi_util.c — statements prepared once per backend and kept (SPI_keepplan), and checked
+ * execution: any SPI result other than the expected one is an internal error.
+ */
+#include "pg_sched.h"
+
+#include "utils/builtins.h"
+
+void
+sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
+			   bool read_only, long count, int expected)
+{
+	int			rc;
+
+	if (stmt->plan == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "pg_sched: SPI_prepare failed (%s) for: %s",
+				 SPI_result_code_string(SPI_result), stmt->sql);
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "pg_sched: SPI_keepplan failed");
+		stmt->plan = plan;
+	}
+	rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
+	if (rc != expected)
+		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
+			 SPI_result_code_string(rc), SPI_result_code_string(expected), stmt->sql);
+}
+
+Datum
+sched_spi_get(int row, int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+}
+
+char *
+sched_spi_text(int row, int col)
+{
+	bool		isnull;
+	Datum		d = sched_spi_get(row, col, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+int64
+sched_spi_int64(int row, int col)
+{
+	bool		isnull;
+	Datum		d = sched_spi_get(row, col, &isnull);
+	Oid			typ = SPI_gettypeid(SPI_tuptable->tupdesc, col);
+
+	if (isnull)
+		return 0;
+	switch (typ)
+	{
+		case INT8OID:
+			return DatumGetInt64(d);
+		case INT4OID:
+			return DatumGetInt32(d);
+		case INT2OID:
+			return DatumGetInt16(d);
+		default:
+			elog(ERROR, "pg_sched: column %d has type %u, expected an integer", col, typ);
+	}
+	return 0;					/* keep compiler quiet */
+}
+
+char *
+sched_uuid_out(const pg_uuid_t *u)
+{
+	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(u)));
+}

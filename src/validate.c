@@ -1,0 +1,249 @@
+/*
+ * validate.c — checks and parses what callers pass: label maps, the placement
+ * parameters of SPEC section 3, and stored requests.  Every bad input is an ERROR that
+ * names the parameter: 22004 (null_value_not_allowed) for a NULL where a value is
+ * required, 22023 (invalid_parameter_value) for an invalid value.  Nothing here writes.
+ */
+#include "pg_sched.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(sched_check_labels);
+
+void
+sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+	int			n = 0;
+
+	out->count = 0;
+	out->items = NULL;
+	if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
+	{
+		if (parameter == NULL)
+			return;
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"%s\" must be a JSON object of strings", parameter),
+				 errdetail("Got a JSON %s.",
+						   JB_ROOT_IS_SCALAR(labels) ? "scalar" :
+						   JB_ROOT_IS_ARRAY(labels) ? "array" : "value"),
+				 errhint("Pass labels like '{\"tier\": \"fast\"}'.")));
+	}
+
+	out->items = palloc(sizeof(SchedLabel) * Max(JB_ROOT_COUNT(labels), 1));
+	it = JsonbIteratorInit(&labels->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (tok == WJB_VALUE)
+		{
+			if (v.type != jbvString)
+			{
+				if (parameter == NULL)
+					continue;
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("parameter \"%s\" must be a JSON object of strings", parameter),
+						 errdetail("The value of label \"%s\" is not a string.", key),
+						 errhint("Quote the value: '{\"%s\": \"...\"}'.", key)));
+			}
+			out->items[n].key = key;
+			out->items[n].value = pnstrdup(v.val.string.val, v.val.string.len);
+			n++;
+		}
+	}
+	out->count = n;
+	/* jsonb keys are unique already; sorting makes them searchable bytewise */
+	if (!sched_labels_sort(out))
+		elog(ERROR, "pg_sched: duplicate key in a jsonb object");
+}
+
+/*
+ * sched._check_labels(labels jsonb, parameter text) → labels: the same check for the
+ * PL/pgSQL functions, so a label map is validated by one routine everywhere.
+ */
+Datum
+sched_check_labels(PG_FUNCTION_ARGS)
+{
+	SchedLabelSet set;
+	char	   *parameter;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	parameter = PG_ARGISNULL(1) ? "labels" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	sched_labels_from_jsonb(PG_GETARG_JSONB_P(0), parameter, &set);
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
+
+void
+sched_check_not_null(FunctionCallInfo fcinfo, int argno, const char *parameter)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("parameter \"%s\" must not be NULL", parameter)));
+}
+
+static char *
+required_text(FunctionCallInfo fcinfo, int argno, const char *parameter)
+{
+	char	   *s;
+
+	sched_check_not_null(fcinfo, argno, parameter);
+	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (s[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"%s\" must not be empty", parameter)));
+	return s;
+}
+
+static int64
+amount(FunctionCallInfo fcinfo, int argno, const char *parameter, bool is_int8)
+{
+	int64		v;
+
+	sched_check_not_null(fcinfo, argno, parameter);
+	v = is_int8 ? PG_GETARG_INT64(argno) : (int64) PG_GETARG_INT32(argno);
+	if (v < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"%s\" must not be negative: " INT64_FORMAT, parameter, v)));
+	return v;
+}
+
+void
+sched_placement_set_clock(SchedPlacementArgs *args, TimestampTz at, Interval *ttl)
+{
+	Interval	zero = {0, 0, 0};
+	Interval   *effective = ttl;
+
+	if (ttl != NULL &&
+		!DatumGetBool(DirectFunctionCall2(interval_gt, IntervalPGetDatum(ttl),
+										  IntervalPGetDatum(&zero))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"heartbeat_ttl\" must be positive: %s",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl)))),
+				 errhint("Pass NULL to use the setting sched.heartbeat_ttl.")));
+	if (effective == NULL)
+	{
+		effective = palloc0(sizeof(Interval));
+		effective->time = (int64) sched_heartbeat_ttl_s * USECS_PER_SEC;
+	}
+	args->at = at;
+	args->heartbeat_ttl = effective;
+	args->p.heartbeat_cutoff =
+		DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+												TimestampTzGetDatum(at),
+												IntervalPGetDatum(effective)));
+}
+
+void
+sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
+{
+	SchedPlacement *p = &out->p;
+
+	memset(out, 0, sizeof(*out));
+	p->capability = required_text(fcinfo, 0, "capability");
+	p->capability_version = required_text(fcinfo, 1, "capability_version");
+	sched_check_not_null(fcinfo, 2, "required_labels");
+	sched_labels_from_jsonb(PG_GETARG_JSONB_P(2), "required_labels", &p->required_labels);
+	sched_check_not_null(fcinfo, 3, "preferred_labels");
+	sched_labels_from_jsonb(PG_GETARG_JSONB_P(3), "preferred_labels", &p->preferred_labels);
+	p->min_cpu_millis = amount(fcinfo, 4, "min_cpu_millis", false);
+	p->min_memory_mb = amount(fcinfo, 5, "min_memory_mb", true);
+	p->min_gpus = amount(fcinfo, 6, "min_gpus", false);
+	p->reserve_cpu_millis = amount(fcinfo, 7, "reserve_cpu_millis", false);
+	p->reserve_memory_mb = amount(fcinfo, 8, "reserve_memory_mb", true);
+	p->reserve_gpus = amount(fcinfo, 9, "reserve_gpus", false);
+	if (PG_ARGISNULL(10))
+		p->pin_node_id = NULL;
+	else
+	{
+		p->pin_node_id = text_to_cstring(PG_GETARG_TEXT_PP(10));
+		if (p->pin_node_id[0] == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("parameter \"node_id\" must not be empty"),
+					 errhint("Pass NULL for a request that is not pinned to a node.")));
+	}
+	sched_check_not_null(fcinfo, 12, "at");
+	sched_placement_set_clock(out, PG_GETARG_TIMESTAMPTZ(12),
+							  PG_ARGISNULL(11) ? NULL : PG_GETARG_INTERVAL_P(11));
+}
+
+/* Columns of the request read below; keep in step with REQUEST_COLUMNS. */
+enum
+{
+	RQ_REQUEST_ID = 1, RQ_EXECUTION_ID, RQ_STEP_ID, RQ_ATTEMPT_NUMBER, RQ_TENANT, RQ_STATE,
+	RQ_CLAIM_ID, RQ_CLAIMED_UNTIL, RQ_TRIES, RQ_CAPABILITY, RQ_VERSION, RQ_REQUIRED,
+	RQ_PREFERRED, RQ_MIN_CPU, RQ_MIN_MEM, RQ_MIN_GPUS, RQ_RES_CPU, RQ_RES_MEM, RQ_RES_GPUS,
+	RQ_NODE_ID
+};
+
+#define REQUEST_COLUMNS \
+	"SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, r.state, " \
+	"       r.claim_id, r.claimed_until, r.tries, r.capability, r.capability_version, " \
+	"       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb, " \
+	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id " \
+	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
+
+static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}};
+static SchedStatement request_lock = {REQUEST_COLUMNS " FOR UPDATE OF r", 1, {INT8OID}};
+
+bool
+sched_request_load(int64 request_id, bool lock, TimestampTz at,
+				   SchedPlacementArgs *out, SchedRequestRow *row)
+{
+	Datum		arg = Int64GetDatum(request_id);
+	SchedPlacement *p = &out->p;
+	bool		isnull;
+	Datum		d;
+
+	sched_spi_exec(lock ? &request_lock : &request_read, &arg, NULL, !lock, 1,
+				   lock ? SPI_OK_SELECT : SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+
+	memset(out, 0, sizeof(*out));
+	p->capability = sched_spi_text(0, RQ_CAPABILITY);
+	p->capability_version = sched_spi_text(0, RQ_VERSION);
+	d = sched_spi_get(0, RQ_REQUIRED, &isnull);
+	sched_labels_from_jsonb(DatumGetJsonbP(d), "required_labels", &p->required_labels);
+	d = sched_spi_get(0, RQ_PREFERRED, &isnull);
+	sched_labels_from_jsonb(DatumGetJsonbP(d), "preferred_labels", &p->preferred_labels);
+	p->min_cpu_millis = sched_spi_int64(0, RQ_MIN_CPU);
+	p->min_memory_mb = sched_spi_int64(0, RQ_MIN_MEM);
+	p->min_gpus = sched_spi_int64(0, RQ_MIN_GPUS);
+	p->reserve_cpu_millis = sched_spi_int64(0, RQ_RES_CPU);
+	p->reserve_memory_mb = sched_spi_int64(0, RQ_RES_MEM);
+	p->reserve_gpus = sched_spi_int64(0, RQ_RES_GPUS);
+	p->pin_node_id = sched_spi_text(0, RQ_NODE_ID);
+	sched_placement_set_clock(out, at, NULL);
+
+	if (row != NULL)
+	{
+		memset(row, 0, sizeof(*row));
+		row->request_id = sched_spi_int64(0, RQ_REQUEST_ID);
+		row->execution_id = *DatumGetUUIDP(sched_spi_get(0, RQ_EXECUTION_ID, &isnull));
+		row->step_id = *DatumGetUUIDP(sched_spi_get(0, RQ_STEP_ID, &isnull));
+		row->attempt_number = (int32) sched_spi_int64(0, RQ_ATTEMPT_NUMBER);
+		row->tenant = sched_spi_text(0, RQ_TENANT);
+		row->state = sched_spi_text(0, RQ_STATE);
+		d = sched_spi_get(0, RQ_CLAIM_ID, &isnull);
+		row->has_claim = !isnull;
+		if (!isnull)
+			row->claim_id = *DatumGetUUIDP(d);
+		d = sched_spi_get(0, RQ_CLAIMED_UNTIL, &isnull);
+		row->claimed_until = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+		row->tries = (int32) sched_spi_int64(0, RQ_TRIES);
+	}
+	return true;
+}

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# test/harness.sh — what `make deps`, `make test`, `make demo` and `make bench` run.
+#
+#   harness.sh deps                 install the Debian packages that are missing
+#   harness.sh test [SUITE...]      deps, build, install, throwaway cluster, suites
+#                                   (unit regress isolation pgtap pgbench tap; default all)
+#   harness.sh demo                 deps, build, install, throwaway cluster, demo/demo.sql
+#   harness.sh bench                deps, build, install, throwaway cluster, bench/run.sh
+#   harness.sh up | down            start / stop a cluster and leave it (for development);
+#                                   `up` writes $SCHED_TMP/env to source (PGHOST, PGPORT, PGUSER)
+#
+# PostgreSQL refuses to run as root: as root the server runs as the OS user `postgres`
+# (created by Debian's server package).  The cluster lives in $SCHED_TMP (default
+# .tmp/ under the repo, or a directory under /tmp when `postgres` cannot reach the repo),
+# listens on 127.0.0.1 only, on a free port, and is stopped on exit, also on failure.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+PGBIN=/usr/lib/postgresql/15/bin
+PGXS_DIR=/usr/lib/postgresql/15/lib/pgxs
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+RUN_USER=$(id -un)
+[ "$(id -u)" -eq 0 ] && RUN_USER=postgres
+
+log() { printf '\n=== %s\n' "$*"; }
+
+deps() {
+    [ -n "${SCHED_NO_BUILD:-}" ] && [ $# -eq 0 ] && return 0
+    local pkgs=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
+                libtap-parser-sourcehandler-pgtap-perl libipc-run-perl "$@")
+    local missing=() p
+    for p in "${pkgs[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        log "installing Debian packages: ${missing[*]}"
+        $SUDO apt-get update -qq
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    fi
+}
+
+build_install() {
+    # SCHED_NO_BUILD=1: use what is installed (parallel work in one tree must not race make)
+    [ -n "${SCHED_NO_BUILD:-}" ] && return 0
+    log "build and install"
+    make -s PG_CONFIG=$PGBIN/pg_config
+    $SUDO make -s install PG_CONFIG=$PGBIN/pg_config
+}
+
+as_run_user() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u "$RUN_USER" -- "$@"; else "$@"; fi
+}
+
+choose_tmp() {
+    if [ -z "${SCHED_TMP:-}" ]; then
+        SCHED_TMP="$ROOT/.tmp"
+        mkdir -p "$SCHED_TMP"
+        if [ "$(id -u)" -eq 0 ]; then
+            chown "$RUN_USER" "$SCHED_TMP"
+            if ! runuser -u "$RUN_USER" -- test -w "$SCHED_TMP"; then
+                SCHED_TMP=$(mktemp -d /tmp/pg_sched.XXXXXX)
+            fi
+        fi
+    fi
+    mkdir -p "$SCHED_TMP"
+    [ "$(id -u)" -eq 0 ] && chown "$RUN_USER" "$SCHED_TMP"
+    export SCHED_TMP
+}
+
+free_port() {
+    local p
+    for _ in $(seq 1 200); do
+        p=$(( 20000 + RANDOM % 30000 ))
+        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return; fi
+    done
+    echo "no free port found" >&2; exit 1
+}
+
+CLUSTER_DATA=""
+start_cluster() {
+    # start_cluster NAME [extra postgresql.conf lines]
+    local name=$1; shift
+    choose_tmp
+    CLUSTER_DATA="$SCHED_TMP/$name"
+    rm -rf "$CLUSTER_DATA"
+    PGPORT=$(free_port)
+    as_run_user "$PGBIN/initdb" -D "$CLUSTER_DATA" -U postgres --auth=trust --encoding=UTF8 \
+        --locale=C.UTF-8 >"$SCHED_TMP/$name.initdb.log"
+    {
+        echo "port = $PGPORT"
+        echo "listen_addresses = '127.0.0.1'"
+        echo "unix_socket_directories = ''"
+        echo "shared_preload_libraries = 'pg_sched'"
+        echo "max_connections = 60"
+        echo "log_min_messages = warning"
+        for line in "$@"; do echo "$line"; done
+    } | as_run_user tee -a "$CLUSTER_DATA/postgresql.conf" >/dev/null
+    as_run_user "$PGBIN/pg_ctl" -D "$CLUSTER_DATA" -l "$SCHED_TMP/$name.log" -w -t 60 start >/dev/null
+    export PGHOST=127.0.0.1 PGPORT PGUSER=postgres PGDATABASE=postgres
+    printf 'export PGHOST=%s PGPORT=%s PGUSER=%s PGDATABASE=postgres\n' "$PGHOST" "$PGPORT" "$PGUSER" >"$SCHED_TMP/env"
+    log "cluster $name on 127.0.0.1:$PGPORT (data $CLUSTER_DATA)"
+}
+
+stop_cluster() {
+    if [ -n "$CLUSTER_DATA" ] && [ -f "$CLUSTER_DATA/postmaster.pid" ]; then
+        as_run_user "$PGBIN/pg_ctl" -D "$CLUSTER_DATA" -m fast -w stop >/dev/null 2>&1 || true
+    fi
+}
+
+# ---- suites ---------------------------------------------------------------------------
+# Each suite returns non-zero on failure; run_suites counts them.
+
+suite_unit() {
+    make -s unit
+}
+
+suite_regress() {
+    # pg_regress and isolation specs, through PGXS installcheck
+    local rc=0
+    make -s installcheck PG_CONFIG=$PGBIN/pg_config || rc=$?
+    if [ $rc -ne 0 ]; then
+        for f in regression.diffs output_iso/regression.diffs; do
+            [ -f "$f" ] && { echo "--- $f"; cat "$f"; }
+        done
+    fi
+    return $rc
+}
+
+suite_pgtap() {
+    local files=(test/pgtap/*.sql)
+    [ -e "${files[0]}" ] || { echo "no pgTAP files"; return 1; }
+    pg_prove -h "$PGHOST" -p "$PGPORT" -U postgres -d postgres --failures "${files[@]}"
+}
+
+suite_pgbench() {
+    local s rc=0
+    for s in test/pgbench/*.sh; do
+        [ -e "$s" ] || continue
+        bash "$s" || rc=1
+    done
+    return $rc
+}
+
+suite_tap() {
+    local files=(test/t/*.pl)
+    [ -e "${files[0]}" ] || { echo "no Perl TAP files"; return 1; }
+    local tapdir="$SCHED_TMP/tap"
+    mkdir -p "$tapdir"
+    [ "$(id -u)" -eq 0 ] && chown "$RUN_USER" "$tapdir"
+    # TAP tests start their own clusters (PostgreSQL::Test::Cluster), so they run as the
+    # unprivileged user, with their scratch files in $tapdir.
+    as_run_user env PATH="$PGBIN:$PATH" PERL5LIB="$PGXS_DIR/src/test/perl" \
+        PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" TESTDIR="$tapdir" \
+        PGHOST= PGPORT= PGUSER= PGDATABASE= \
+        prove --timer "${files[@]/#/$ROOT/}"
+}
+
+run_suites() {
+    local suites=("$@") passed=0 failed=0 failed_names=() s
+    for s in "${suites[@]}"; do
+        log "suite: $s"
+        if "suite_$s"; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_names+=("$s"); fi
+    done
+    log "suites: ${passed} passed, ${failed} failed ${failed_names[*]:+(${failed_names[*]})}"
+    echo "${passed} passed, ${failed} failed"
+    [ "$failed" -eq 0 ]
+}
+
+cmd=${1:-test}
+shift || true
+case "$cmd" in
+    deps)
+        deps
+        ;;
+    test)
+        deps
+        build_install
+        trap stop_cluster EXIT
+        start_cluster test "fsync = off"
+        if [ $# -eq 0 ]; then set -- unit regress pgtap pgbench tap; fi
+        run_suites "$@"
+        ;;
+    demo)
+        deps
+        build_install
+        trap stop_cluster EXIT
+        start_cluster demo
+        psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE sched_demo" >/dev/null
+        psql -X -v ON_ERROR_STOP=1 -d sched_demo -f demo/demo.sql
+        ;;
+    bench)
+        deps gnuplot-nox
+        build_install
+        trap stop_cluster EXIT
+        start_cluster bench "shared_buffers = '1GB'" "max_connections = 100"
+        bash bench/run.sh
+        ;;
+    up)
+        deps
+        build_install
+        start_cluster "${1:-dev}" "fsync = off"
+        echo "source $SCHED_TMP/env   # then psql; stop with: test/harness.sh down ${1:-dev}"
+        ;;
+    down)
+        choose_tmp
+        CLUSTER_DATA="$SCHED_TMP/${1:-dev}"
+        stop_cluster
+        ;;
+    *)
+        echo "usage: $0 deps|test [suite...]|demo|bench|up [name]|down [name]" >&2
+        exit 2
+        ;;
+esac
