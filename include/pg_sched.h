@@ -27,6 +27,8 @@ extern int	sched_unschedulable_backoff_max_s;
 extern int	sched_starvation_after_s;
 extern int	sched_aging_interval_s;
 extern int	sched_maintenance_interval_s;
+extern int	sched_retry_backoff_max_s;
+extern char *sched_databases;
 
 /* ---- spi_util.c ---- */
 
@@ -81,8 +83,9 @@ extern void sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArg
 extern void sched_placement_set_clock(SchedPlacementArgs *args, TimestampTz at, Interval *ttl);
 
 /*
- * Loads request `request_id` into *out (labels parsed, heartbeat TTL from the setting).
- * With lock, the row is locked FOR UPDATE.  Returns false if there is no such request.
+ * Loads request `request_id` into *out (labels parsed, heartbeat TTL from the setting),
+ * reading it as `lock` says.  Returns false if there is no such request, or (SKIP) it
+ * is locked by another transaction.
  * Must be called inside SPI.  Fills the extra fields below when given.
  */
 typedef struct SchedRequestRow
@@ -97,9 +100,19 @@ typedef struct SchedRequestRow
 	pg_uuid_t	claim_id;
 	TimestampTz claimed_until;
 	int32		tries;
+	TimestampTz available_at;
+	char	   *avoid_node_id;	/* NULL: none */
 } SchedRequestRow;
 
-extern bool sched_request_load(int64 request_id, bool lock, TimestampTz at,
+/* How a row is read: no lock, FOR UPDATE, or FOR UPDATE SKIP LOCKED. */
+typedef enum SchedRowLock
+{
+	SCHED_LOCK_NONE,
+	SCHED_LOCK_WAIT,
+	SCHED_LOCK_SKIP
+} SchedRowLock;
+
+extern bool sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 							   SchedPlacementArgs *out, SchedRequestRow *row);
 
 extern void sched_check_not_null(FunctionCallInfo fcinfo, int argno, const char *parameter);
@@ -158,6 +171,20 @@ typedef struct SchedDispatchResult
 	char	   *detail;
 	int			conflicts;		/* candidates skipped or refused by the re-check */
 } SchedDispatchResult;
+
+/*
+ * The reservation transaction for one request, inside SPI, in the caller's transaction
+ * (see reservation.c).  from_queue: the request came from a queue scan: it is skipped
+ * (false returned, nothing written) when another transaction holds its step or its row,
+ * or it is no longer ready; no lock is waited for except, once, a pair lock when
+ * may_wait_pair and no pair is held.  Otherwise (dispatch_attempt) locks are waited for.
+ */
+extern bool sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at,
+								   bool from_queue, bool may_wait_pair,
+								   SchedDispatchResult *res);
+
+/* Fills a sched.dispatch_result row (values/nulls of 8) from res. */
+extern void sched_dispatch_result_values(const SchedDispatchResult *res, Datum *values, bool *nulls);
 
 /* The uuid of an array of 16 bytes, formatted. */
 extern char *sched_uuid_out(const pg_uuid_t *u);

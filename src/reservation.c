@@ -337,16 +337,41 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 	set_outcome(res, "UNSCHEDULABLE", summary);
 }
 
-/*
- * The reservation transaction for one request, inside SPI, in the caller's transaction.
- * may_wait: whether it may wait for the step's advisory lock and (once, holding no pair)
- * for a pair lock; dispatch_attempt waits, batch dispatchers that already hold pairs do
- * not.  Returns false, writing nothing, only when may_wait is false and the step is
- * locked by another dispatcher.
- */
+/* A retry avoids the node that lost or failed the step: that node moves to the end of
+ * the ranking, so it is taken only when no other eligible node can be reserved. */
+static void
+rank_avoid_last(SchedRanked *ranked, int n, const char *avoid_node_id)
+{
+	int			i;
+
+	if (avoid_node_id == NULL || n < 2)
+		return;
+	for (i = 0; i < n; i++)
+		if (strcmp(ranked[i].node_id, avoid_node_id) == 0)
+		{
+			SchedRanked avoided = ranked[i];
+
+			memmove(&ranked[i], &ranked[i + 1], sizeof(SchedRanked) * (n - i - 1));
+			ranked[n - 1] = avoided;
+			return;
+		}
+}
+
+/* A queued request that is no longer ready (dispatched, cancelled, backed off, or
+ * claimed by a live claim since the queue scan read it) is not tried. */
 static bool
-dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at, bool may_wait,
-				 SchedDispatchResult *res)
+still_ready(const SchedRequestRow *req, TimestampTz at)
+{
+	if (req->available_at > at)
+		return false;
+	if (strcmp(req->state, "PENDING") == 0)
+		return true;
+	return strcmp(req->state, "CLAIMED") == 0 && req->claimed_until <= at;
+}
+
+bool
+sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at,
+					   bool from_queue, bool may_wait_pair, SchedDispatchResult *res)
 {
 	Datum		v[2];
 	bool		isnull;
@@ -376,10 +401,17 @@ dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at, bo
 	attempt_number = (int32) sched_spi_int64(0, 2);
 
 	/* 1. the step's advisory lock; 2. the request row */
-	if (!lock_step(&step_id, attempt_number, may_wait))
+	if (!lock_step(&step_id, attempt_number, !from_queue))
 		return false;
-	if (!sched_request_load(request_id, true, at, &args, &req))
+	if (!sched_request_load(request_id, from_queue ? SCHED_LOCK_SKIP : SCHED_LOCK_WAIT,
+							at, &args, &req))
+	{
+		if (from_queue)
+			return false;
 		elog(ERROR, "pg_sched: request " INT64_FORMAT " vanished", request_id);
+	}
+	if (from_queue && !still_ready(&req, at))
+		return false;
 
 	if (strcmp(req.state, "DISPATCHED") == 0 && return_existing(&req, res))
 		return true;
@@ -436,6 +468,7 @@ dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at, bo
 	/* stages 2 and 3 on a fresh snapshot, then 5. pairs in rank order */
 	sched_fleet_load(args.p.capability, false, &fleet);
 	ranked = sched_fleet_rank(&args.p, &fleet, &n);
+	rank_avoid_last(ranked, n, req.avoid_node_id);
 	skipped = palloc(sizeof(int) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
@@ -457,7 +490,7 @@ dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at, bo
 	{
 		SchedFleetRow fresh;
 		bool		locked;
-		bool		wait = may_wait && !holds_pair;
+		bool		wait = may_wait_pair && !holds_pair;
 
 		if (lock_and_recheck(&args, &fleet.rows[ranked[skipped[i]].index], !wait,
 							 &locked, &fresh))
@@ -474,16 +507,45 @@ dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at, bo
 	return true;
 }
 
+void
+sched_dispatch_result_values(const SchedDispatchResult *res, Datum *values, bool *nulls)
+{
+	memset(nulls, 0, sizeof(bool) * 8);
+	values[0] = CStringGetTextDatum(res->outcome);
+	values[1] = Int64GetDatum(res->request_id);
+	if (res->has_attempt)
+	{
+		values[2] = UUIDPGetDatum(&res->attempt_id);
+		values[4] = UUIDPGetDatum(&res->worker_id);
+		values[5] = Int64GetDatum(res->lease_version);
+	}
+	else
+		nulls[2] = nulls[4] = nulls[5] = true;
+	if (res->node_id != NULL)
+		values[3] = CStringGetTextDatum(res->node_id);
+	else
+		nulls[3] = true;
+	if (res->has_score)
+		values[6] = Int64GetDatum(res->score);
+	else
+		nulls[6] = true;
+	if (res->detail != NULL)
+		values[7] = CStringGetTextDatum(res->detail);
+	else
+		nulls[7] = true;
+}
+
 /* dispatch_attempt(request_id, claim_id, at) → sched.dispatch_result */
 Datum
 sched_dispatch_attempt(PG_FUNCTION_ARGS)
 {
-	MemoryContext caller = CurrentMemoryContext;
 	SchedDispatchResult res;
 	TupleDesc	tupdesc;
 	Datum		values[8];
-	bool		nulls[8] = {0};
+	bool		nulls[8];
 	pg_uuid_t	claim;
+	HeapTuple	tuple;
+	Datum		result;
 
 	sched_check_not_null(fcinfo, 0, "request_id");
 	sched_check_not_null(fcinfo, 2, "at");
@@ -495,47 +557,12 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	(void) dispatch_request(PG_GETARG_INT64(0), PG_ARGISNULL(1) ? NULL : &claim,
-							PG_GETARG_TIMESTAMPTZ(2), true, &res);
-
-	/* results leave SPI's memory before SPI_finish */
-	values[1] = Int64GetDatum(res.request_id);
-	if (res.has_attempt)
-	{
-		pg_uuid_t  *a = MemoryContextAlloc(caller, sizeof(pg_uuid_t));
-		pg_uuid_t  *w = MemoryContextAlloc(caller, sizeof(pg_uuid_t));
-
-		*a = res.attempt_id;
-		*w = res.worker_id;
-		values[2] = UUIDPGetDatum(a);
-		values[4] = UUIDPGetDatum(w);
-		values[5] = Int64GetDatum(res.lease_version);
-	}
-	else
-		nulls[2] = nulls[4] = nulls[5] = true;
-	if (res.node_id != NULL)
-		values[3] = PointerGetDatum(MemoryContextStrdup(caller, res.node_id));
-	else
-		nulls[3] = true;
-	if (res.has_score)
-		values[6] = Int64GetDatum(res.score);
-	else
-		nulls[6] = true;
-	if (res.detail != NULL)
-		values[7] = PointerGetDatum(MemoryContextStrdup(caller, res.detail));
-	else
-		nulls[7] = true;
-
-	{
-		MemoryContext old = MemoryContextSwitchTo(caller);
-
-		values[0] = CStringGetTextDatum(res.outcome);
-		if (!nulls[3])
-			values[3] = CStringGetTextDatum((char *) DatumGetPointer(values[3]));
-		if (!nulls[7])
-			values[7] = CStringGetTextDatum((char *) DatumGetPointer(values[7]));
-		MemoryContextSwitchTo(old);
-	}
+	(void) sched_dispatch_request(PG_GETARG_INT64(0), PG_ARGISNULL(1) ? NULL : &claim,
+								  PG_GETARG_TIMESTAMPTZ(2), false, true, &res);
+	sched_dispatch_result_values(&res, values, nulls);
+	/* the tuple is formed in SPI's memory and copied out before SPI_finish frees it */
+	tuple = heap_form_tuple(tupdesc, values, nulls);
+	result = SPI_datumTransfer(HeapTupleGetDatum(tuple), false, -1);
 	SPI_finish();
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	PG_RETURN_DATUM(result);
 }

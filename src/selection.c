@@ -156,7 +156,7 @@ sched_qualification_reasons_for_request(PG_FUNCTION_ARGS)
 	request_id = PG_GETARG_INT64(0);
 	InitMaterializedSRF(fcinfo, 0);
 	connect_spi();
-	if (!sched_request_load(request_id, false, PG_GETARG_TIMESTAMPTZ(1), &args, NULL))
+	if (!sched_request_load(request_id, SCHED_LOCK_NONE, PG_GETARG_TIMESTAMPTZ(1), &args, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("request " INT64_FORMAT " does not exist", request_id)));

@@ -16,6 +16,8 @@ int			sched_unschedulable_backoff_max_s = 60;
 int			sched_starvation_after_s = 600;
 int			sched_aging_interval_s = 60;
 int			sched_maintenance_interval_s = 5;
+int			sched_retry_backoff_max_s = 60;
+char	   *sched_databases = NULL;
 
 void		_PG_init(void);
 
@@ -52,5 +54,10 @@ _PG_init(void)
 							NULL,
 							&sched_maintenance_interval_s, 5, 1, 86400,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.retry_backoff_max",
+							"Longest backoff before the retry of a failed or lost attempt (1 s, doubling per attempt).",
+							NULL,
+							&sched_retry_backoff_max_s, 60, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sched");
 }

@@ -23,6 +23,13 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 			elog(ERROR, "pg_sched: SPI_keepplan failed");
 		stmt->plan = plan;
 	}
+	/* callers copy what they keep out of the previous result: free it, so long loops
+	 * (dispatch_next) run in flat memory */
+	if (SPI_tuptable != NULL)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		SPI_tuptable = NULL;
+	}
 	rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
 	if (rc != expected)
 		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",

@@ -185,21 +185,23 @@ enum
 	RQ_REQUEST_ID = 1, RQ_EXECUTION_ID, RQ_STEP_ID, RQ_ATTEMPT_NUMBER, RQ_TENANT, RQ_STATE,
 	RQ_CLAIM_ID, RQ_CLAIMED_UNTIL, RQ_TRIES, RQ_CAPABILITY, RQ_VERSION, RQ_REQUIRED,
 	RQ_PREFERRED, RQ_MIN_CPU, RQ_MIN_MEM, RQ_MIN_GPUS, RQ_RES_CPU, RQ_RES_MEM, RQ_RES_GPUS,
-	RQ_NODE_ID
+	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID
 };
 
 #define REQUEST_COLUMNS \
 	"SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, r.state, " \
 	"       r.claim_id, r.claimed_until, r.tries, r.capability, r.capability_version, " \
 	"       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb, " \
-	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id " \
+	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
+	"       r.available_at, r.avoid_node_id " \
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 
 static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}};
 static SchedStatement request_lock = {REQUEST_COLUMNS " FOR UPDATE OF r", 1, {INT8OID}};
+static SchedStatement request_lock_skip = {REQUEST_COLUMNS " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}};
 
 bool
-sched_request_load(int64 request_id, bool lock, TimestampTz at,
+sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 				   SchedPlacementArgs *out, SchedRequestRow *row)
 {
 	Datum		arg = Int64GetDatum(request_id);
@@ -207,8 +209,9 @@ sched_request_load(int64 request_id, bool lock, TimestampTz at,
 	bool		isnull;
 	Datum		d;
 
-	sched_spi_exec(lock ? &request_lock : &request_read, &arg, NULL, !lock, 1,
-				   lock ? SPI_OK_SELECT : SPI_OK_SELECT);
+	sched_spi_exec(lock == SCHED_LOCK_NONE ? &request_read :
+				   lock == SCHED_LOCK_WAIT ? &request_lock : &request_lock_skip,
+				   &arg, NULL, lock == SCHED_LOCK_NONE, 1, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 
@@ -244,6 +247,8 @@ sched_request_load(int64 request_id, bool lock, TimestampTz at,
 		d = sched_spi_get(0, RQ_CLAIMED_UNTIL, &isnull);
 		row->claimed_until = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
 		row->tries = (int32) sched_spi_int64(0, RQ_TRIES);
+		row->available_at = DatumGetTimestampTz(sched_spi_get(0, RQ_AVAILABLE_AT, &isnull));
+		row->avoid_node_id = sched_spi_text(0, RQ_AVOID_NODE_ID);
 	}
 	return true;
 }

@@ -1,0 +1,495 @@
+/*
+ * queue.c — stage 1, queue selection (SPEC section 7), and the functions that consume
+ * the queue: claim_requests and dispatch_next.
+ *
+ * Order among ready requests (state PENDING, or CLAIMED with an expired claim, and
+ * available_at <= at):
+ *   1. starving requests (queued_at < at - sched.starvation_after), oldest first;
+ *   2. then the tenant whose live attempts divided by its weight is lowest (ties: tenant
+ *      name, bytewise), re-evaluated after every request handed out in the same call;
+ *   3. within a tenant: sort_key = epoch(queued_at) - priority * aging_interval
+ *      ascending (the static form of "highest priority + wait / aging_interval"), then
+ *      queued_at, then request_id.
+ *
+ * Every step is an index range scan (request_age_idx, request_queue_idx) that reads a
+ * batch of QUEUE_BATCH rows after a keyset position, so the cost of taking the next
+ * request does not grow with the length of the queue.  Tenants are enumerated with a
+ * loose index scan of request_queue_idx (one probe per tenant).  The scan reads without
+ * locks; consumers lock each request with SKIP LOCKED and re-check that it is ready.
+ */
+#include "pg_sched.h"
+
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/guc.h"
+
+PG_FUNCTION_INFO_V1(sched_queue_key);
+PG_FUNCTION_INFO_V1(sched_setting_seconds);
+PG_FUNCTION_INFO_V1(sched_claim_requests);
+PG_FUNCTION_INFO_V1(sched_dispatch_next);
+
+#define QUEUE_BATCH 32
+
+/* ready(r, at): the shared predicate, with $at the scan's clock */
+#define READY(at) \
+	" r.state IN ('PENDING', 'CLAIMED') AND r.available_at OPERATOR(pg_catalog.<=) " at \
+	" AND (r.state OPERATOR(pg_catalog.=) 'PENDING' OR r.claimed_until OPERATOR(pg_catalog.<=) " at ") "
+
+static SchedStatement starving_batch = {
+	"SELECT r.request_id, r.tenant, r.queued_at FROM sched.request r "
+	" WHERE " READY("$4")
+	"   AND r.queued_at OPERATOR(pg_catalog.<) $1 "
+	"   AND (r.queued_at, r.request_id) > ($2, $3) "
+	"   AND ($5::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $5) "
+	"   AND ($6::text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $6) "
+	" ORDER BY r.queued_at, r.request_id LIMIT " CppAsString2(QUEUE_BATCH),
+	6, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
+};
+
+static SchedStatement tenant_batch = {
+	"SELECT r.request_id, r.sort_key, r.queued_at FROM sched.request r "
+	" WHERE " READY("$5")
+	"   AND r.tenant OPERATOR(pg_catalog.=) $1 "
+	"   AND (r.sort_key, r.queued_at, r.request_id) > ($2, $3, $4) "
+	"   AND r.queued_at OPERATOR(pg_catalog.>=) $7 "
+	"   AND ($6::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $6) "
+	" ORDER BY r.sort_key, r.queued_at, r.request_id LIMIT " CppAsString2(QUEUE_BATCH),
+	7, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID}
+};
+
+/* tenants with open requests (loose index scan), their weight and live attempts */
+static SchedStatement tenant_list = {
+	"WITH RECURSIVE t(tenant) AS ( "
+	"  (SELECT r.tenant FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
+	"    ORDER BY r.tenant LIMIT 1) "
+	"  UNION ALL "
+	"  SELECT (SELECT r.tenant FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
+	"            AND r.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY r.tenant LIMIT 1) "
+	"    FROM t WHERE t.tenant IS NOT NULL) "
+	"SELECT t.tenant, coalesce(w.weight, 1), "
+	"       (SELECT pg_catalog.count(*) FROM sched.attempt a "
+	"         WHERE a.tenant OPERATOR(pg_catalog.=) t.tenant "
+	"           AND a.status IN ('DISPATCHED', 'RUNNING')) "
+	"  FROM t LEFT JOIN sched.tenant w ON w.tenant OPERATOR(pg_catalog.=) t.tenant "
+	" WHERE t.tenant IS NOT NULL AND ($1::text IS NULL OR t.tenant OPERATOR(pg_catalog.=) $1)",
+	1, {TEXTOID}
+};
+
+static SchedStatement request_claim = {
+	"UPDATE sched.request r SET state = 'CLAIMED', claim_id = $2, claimed_until = $3 "
+	"  FROM sched.execution e "
+	" WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
+	"   AND e.execution_id OPERATOR(pg_catalog.=) r.execution_id "
+	"   AND e.status IN ('CREATED', 'QUEUED', 'RUNNING') "
+	"RETURNING r.tenant",
+	3, {INT8OID, UUIDOID, TIMESTAMPTZOID}
+};
+
+static SchedStatement request_lock_ready = {
+	"SELECT r.request_id FROM sched.request r "
+	" WHERE r.request_id OPERATOR(pg_catalog.=) $1 AND " READY("$2")
+	" FOR UPDATE OF r SKIP LOCKED",
+	2, {INT8OID, TIMESTAMPTZOID}
+};
+
+typedef struct QueueTenant
+{
+	char	   *name;
+	int64		weight;
+	int64		live;			/* live attempts, plus what this call handed out */
+	bool		exhausted;
+	/* keyset position: the last row read */
+	double		sort_key;
+	TimestampTz queued_at;
+	int64		request_id;
+	/* the batch read and not yet handed out */
+	int64		buffer[QUEUE_BATCH];
+	int			buffered;
+	int			next;
+} QueueTenant;
+
+typedef struct QueueScan
+{
+	TimestampTz at;
+	TimestampTz starving_cutoff;
+	char	   *capability;		/* NULL: any */
+	char	   *tenant;			/* NULL: any */
+	/* starving phase */
+	bool		starving_exhausted;
+	TimestampTz starving_queued_at;
+	int64		starving_request_id;
+	int64		starving_buffer[QUEUE_BATCH];
+	char	   *starving_tenant[QUEUE_BATCH];
+	int			starving_buffered;
+	int			starving_next;
+	/* tenant phase */
+	int			ntenants;
+	QueueTenant *tenants;
+} QueueScan;
+
+static Datum
+text_or_null(const char *s, char *null)
+{
+	*null = s == NULL ? 'n' : ' ';
+	return s == NULL ? (Datum) 0 : CStringGetTextDatum(s);
+}
+
+static void
+queue_begin(QueueScan *q, TimestampTz at, char *capability, char *tenant)
+{
+	Datum		v[1];
+	char		n[1];
+	uint64		i;
+
+	memset(q, 0, sizeof(*q));
+	q->at = at;
+	q->starving_cutoff = at - (int64) sched_starvation_after_s * USECS_PER_SEC;
+	q->capability = capability;
+	q->tenant = tenant;
+	q->starving_queued_at = DT_NOBEGIN;
+
+	v[0] = text_or_null(tenant, &n[0]);
+	sched_spi_exec(&tenant_list, v, n, false, 0, SPI_OK_SELECT);
+	q->ntenants = (int) SPI_processed;
+	q->tenants = palloc0(sizeof(QueueTenant) * Max(q->ntenants, 1));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		QueueTenant *t = &q->tenants[i];
+
+		t->name = sched_spi_text((int) i, 1);
+		t->weight = Max(sched_spi_int64((int) i, 2), 1);
+		t->live = sched_spi_int64((int) i, 3);
+		t->sort_key = -get_float8_infinity();
+		t->queued_at = DT_NOBEGIN;
+		t->request_id = PG_INT64_MIN;
+	}
+}
+
+static void
+fetch_starving(QueueScan *q)
+{
+	Datum		v[6];
+	char		n[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	uint64		i;
+	bool		isnull;
+
+	v[0] = TimestampTzGetDatum(q->starving_cutoff);
+	v[1] = TimestampTzGetDatum(q->starving_queued_at);
+	v[2] = Int64GetDatum(q->starving_request_id);
+	v[3] = TimestampTzGetDatum(q->at);
+	v[4] = text_or_null(q->capability, &n[4]);
+	v[5] = text_or_null(q->tenant, &n[5]);
+	if (q->starving_queued_at == DT_NOBEGIN)
+		v[2] = Int64GetDatum(PG_INT64_MIN);
+	sched_spi_exec(&starving_batch, v, n, false, 0, SPI_OK_SELECT);
+	q->starving_buffered = (int) SPI_processed;
+	q->starving_next = 0;
+	if (SPI_processed < QUEUE_BATCH)
+		q->starving_exhausted = true;
+	for (i = 0; i < SPI_processed; i++)
+	{
+		q->starving_buffer[i] = sched_spi_int64((int) i, 1);
+		q->starving_tenant[i] = sched_spi_text((int) i, 2);
+		q->starving_queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
+		q->starving_request_id = q->starving_buffer[i];
+	}
+}
+
+static void
+fetch_tenant(QueueScan *q, QueueTenant *t)
+{
+	Datum		v[7];
+	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	uint64		i;
+	bool		isnull;
+
+	v[0] = CStringGetTextDatum(t->name);
+	v[1] = Float8GetDatum(t->sort_key);
+	v[2] = TimestampTzGetDatum(t->queued_at);
+	v[3] = Int64GetDatum(t->request_id);
+	v[4] = TimestampTzGetDatum(q->at);
+	v[5] = text_or_null(q->capability, &n[5]);
+	v[6] = TimestampTzGetDatum(q->starving_cutoff);
+	sched_spi_exec(&tenant_batch, v, n, false, 0, SPI_OK_SELECT);
+	t->buffered = (int) SPI_processed;
+	t->next = 0;
+	if (SPI_processed < QUEUE_BATCH)
+		t->exhausted = true;
+	for (i = 0; i < SPI_processed; i++)
+	{
+		t->buffer[i] = sched_spi_int64((int) i, 1);
+		t->sort_key = DatumGetFloat8(sched_spi_get((int) i, 2, &isnull));
+		t->queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
+		t->request_id = t->buffer[i];
+	}
+}
+
+/* a before b in fair share: lower live/weight, then name bytewise */
+static bool
+tenant_before(const QueueTenant *a, const QueueTenant *b)
+{
+	int64		x = a->live * b->weight;
+	int64		y = b->live * a->weight;
+
+	if (x != y)
+		return x < y;
+	return strcmp(a->name, b->name) < 0;
+}
+
+/*
+ * The next request in queue order, or -1 when the queue has no more ready requests.
+ * *tenant is set to the request's tenant entry (NULL for a starving request of a
+ * tenant not in the list).
+ */
+static int64
+queue_next(QueueScan *q, QueueTenant **tenant)
+{
+	*tenant = NULL;
+	for (;;)
+	{
+		if (q->starving_next < q->starving_buffered)
+		{
+			int			k = q->starving_next++;
+			int			i;
+
+			for (i = 0; i < q->ntenants; i++)
+				if (strcmp(q->tenants[i].name, q->starving_tenant[k]) == 0)
+					*tenant = &q->tenants[i];
+			return q->starving_buffer[k];
+		}
+		if (q->starving_exhausted)
+			break;
+		fetch_starving(q);
+	}
+
+	for (;;)
+	{
+		QueueTenant *best = NULL;
+		int			i;
+
+		for (i = 0; i < q->ntenants; i++)
+		{
+			QueueTenant *t = &q->tenants[i];
+
+			if (t->next >= t->buffered && t->exhausted)
+				continue;
+			if (best == NULL || tenant_before(t, best))
+				best = t;
+		}
+		if (best == NULL)
+			return -1;
+		if (best->next >= best->buffered)
+		{
+			fetch_tenant(q, best);
+			continue;
+		}
+		*tenant = best;
+		return best->buffer[best->next++];
+	}
+}
+
+static char *
+optional_text_arg(FunctionCallInfo fcinfo, int argno, const char *parameter, const char *hint)
+{
+	char	   *s;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (s[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"%s\" must not be empty", parameter),
+				 errhint("%s", hint)));
+	return s;
+}
+
+static int32
+positive_int_arg(FunctionCallInfo fcinfo, int argno, const char *parameter)
+{
+	int32		v;
+
+	sched_check_not_null(fcinfo, argno, parameter);
+	v = PG_GETARG_INT32(argno);
+	if (v < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"%s\" must be at least 1: %d", parameter, v)));
+	return v;
+}
+
+/* claim_requests(max_requests, claim_ttl, capability, tenant, at) → sched.claim rows */
+Datum
+sched_claim_requests(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32		max_requests = positive_int_arg(fcinfo, 0, "max_requests");
+	Interval   *ttl;
+	Interval	zero = {0, 0, 0};
+	char	   *capability;
+	char	   *tenant;
+	TimestampTz at;
+	TimestampTz until;
+	pg_uuid_t	claim;
+	QueueScan	q;
+	int			claimed = 0;
+	int			scanned = 0;
+
+	sched_check_not_null(fcinfo, 1, "claim_ttl");
+	ttl = PG_GETARG_INTERVAL_P(1);
+	if (!DatumGetBool(DirectFunctionCall2(interval_gt, IntervalPGetDatum(ttl),
+										  IntervalPGetDatum(&zero))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"claim_ttl\" must be positive: %s",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl))))));
+	capability = optional_text_arg(fcinfo, 2, "capability", "Pass NULL to claim any capability.");
+	tenant = optional_text_arg(fcinfo, 3, "tenant", "Pass NULL to claim for any tenant.");
+	sched_check_not_null(fcinfo, 4, "at");
+	at = PG_GETARG_TIMESTAMPTZ(4);
+	until = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+													TimestampTzGetDatum(at),
+													IntervalPGetDatum(ttl)));
+	claim = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	queue_begin(&q, at, capability, tenant);
+	while (claimed < max_requests && scanned < max_requests * 4 + 64)
+	{
+		QueueTenant *t;
+		int64		id = queue_next(&q, &t);
+		Datum		v[3];
+
+		if (id < 0)
+			break;
+		scanned++;
+		v[0] = Int64GetDatum(id);
+		v[1] = TimestampTzGetDatum(at);
+		sched_spi_exec(&request_lock_ready, v, NULL, false, 1, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			continue;			/* taken, locked or no longer ready */
+		v[1] = UUIDPGetDatum(&claim);
+		v[2] = TimestampTzGetDatum(until);
+		sched_spi_exec(&request_claim, v, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
+		if (SPI_processed == 0)
+			continue;			/* its execution is closed */
+		{
+			Datum		values[3];
+			bool		nulls[3] = {0};
+
+			values[0] = Int64GetDatum(id);
+			values[1] = UUIDPGetDatum(&claim);
+			values[2] = TimestampTzGetDatum(until);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+		if (t != NULL)
+			t->live++;
+		claimed++;
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * dispatch_next(max_dispatches, capability, tenant, at) → sched.dispatch_result rows.
+ * Tries at most 4 * max_dispatches + 64 requests.  Each request is dispatched by
+ * sched_dispatch_request() in queue mode: a request another dispatcher holds is passed
+ * over silently, an unschedulable one gets its reason and backoff and the scan moves
+ * on.  Per-request work runs in a memory context reset after each request, so memory
+ * stays flat in the batch size.
+ */
+Datum
+sched_dispatch_next(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32		max_dispatches = positive_int_arg(fcinfo, 0, "max_dispatches");
+	char	   *capability = optional_text_arg(fcinfo, 1, "capability", "Pass NULL to dispatch any capability.");
+	char	   *tenant = optional_text_arg(fcinfo, 2, "tenant", "Pass NULL to dispatch for any tenant.");
+	TimestampTz at;
+	QueueScan	q;
+	int			dispatched = 0;
+	int			scanned = 0;
+	MemoryContext per_request;
+	MemoryContext outer;
+	bool		holds_pair = false;
+
+	sched_check_not_null(fcinfo, 3, "at");
+	at = PG_GETARG_TIMESTAMPTZ(3);
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	queue_begin(&q, at, capability, tenant);
+	outer = CurrentMemoryContext;
+	per_request = AllocSetContextCreate(outer, "pg_sched dispatch_next request",
+										ALLOCSET_DEFAULT_SIZES);
+	while (dispatched < max_dispatches && scanned < max_dispatches * 4 + 64)
+	{
+		QueueTenant *t;
+		int64		id = queue_next(&q, &t);
+		SchedDispatchResult res;
+		Datum		values[8];
+		bool		nulls[8];
+
+		if (id < 0)
+			break;
+		scanned++;
+		MemoryContextSwitchTo(per_request);
+		if (sched_dispatch_request(id, NULL, at, true, !holds_pair, &res))
+		{
+			sched_dispatch_result_values(&res, values, nulls);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			if (strcmp(res.outcome, "DISPATCHED") == 0)
+			{
+				dispatched++;
+				holds_pair = true;
+				if (t != NULL)
+					t->live++;
+			}
+			else if (res.conflicts > 0)
+				holds_pair = true;	/* a refused pair stays locked */
+		}
+		MemoryContextSwitchTo(outer);
+		MemoryContextReset(per_request);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* sched._queue_key(priority, queued_at): the static queue key, seconds */
+Datum
+sched_queue_key(PG_FUNCTION_ARGS)
+{
+	int32		priority = PG_GETARG_INT32(0);
+	TimestampTz queued_at = PG_GETARG_TIMESTAMPTZ(1);
+	double		epoch = (double) (queued_at - SetEpochTimestamp()) / USECS_PER_SEC;
+
+	PG_RETURN_FLOAT8(epoch - (double) priority * (double) sched_aging_interval_s);
+}
+
+/* sched._setting_seconds(name): a sched.* setting in seconds */
+Datum
+sched_setting_seconds(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	if (strcmp(name, "sched.lease_ttl") == 0)
+		PG_RETURN_FLOAT8(sched_lease_ttl_s);
+	if (strcmp(name, "sched.heartbeat_ttl") == 0)
+		PG_RETURN_FLOAT8(sched_heartbeat_ttl_s);
+	if (strcmp(name, "sched.retry_backoff_max") == 0)
+		PG_RETURN_FLOAT8(sched_retry_backoff_max_s);
+	if (strcmp(name, "sched.unschedulable_backoff_max") == 0)
+		PG_RETURN_FLOAT8(sched_unschedulable_backoff_max_s);
+	if (strcmp(name, "sched.starvation_after") == 0)
+		PG_RETURN_FLOAT8(sched_starvation_after_s);
+	if (strcmp(name, "sched.aging_interval") == 0)
+		PG_RETURN_FLOAT8(sched_aging_interval_s);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("\"%s\" is not a pg_sched duration setting", name)));
+	PG_RETURN_NULL();
+}
