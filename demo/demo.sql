@@ -73,6 +73,11 @@ SELECT rank, node_id, to_char(score, 'FM9,999,999') AS score, preferred_matches 
   FROM sched.rank_candidates('render', '2.0', preferred_labels => '{"tier":"fast"}',
                              min_cpu_millis => 2000, heartbeat_ttl => '60 s', at => :'t0');
 
+\echo 'sched.select_candidate -- what dispatch would take:'
+SELECT node_id, to_char(score, 'FM9,999,999') AS score
+  FROM sched.select_candidate('render', '2.0', preferred_labels => '{"tier":"fast"}',
+                              min_cpu_millis => 2000, heartbeat_ttl => '60 s', at => :'t0');
+
 \echo 'sched.qualification_reasons -- one row per node, the filter explains itself:'
 SELECT node_id, eligible, reasons, to_char(score, 'FM9,999,999') AS score
   FROM sched.qualification_reasons('render', '2.0', preferred_labels => '{"tier":"fast"}',
@@ -344,11 +349,14 @@ SELECT min(r.request_id) AS waiting_id
   FROM sched.request r JOIN burst b USING (request_id)
  WHERE r.state = 'PENDING' AND b.kind = 'train a100' \gset
 \echo
-\echo 'One waiting train request, #':waiting_id', seen by sched.qualification_reasons(':waiting_id', t0)'
-\echo '(the GPU nodes first; a node without a train worker has worker_id NULL):'
+\echo 'One waiting "train a100" request, #':waiting_id', through sched.qualification_reasons(':waiting_id', t0)'
+\echo '-- nearest misses first: transient reasons only (they clear as attempts end),'
+\echo '-- then the fewest reasons; nodes without a train worker last:'
 SELECT node_id, eligible, reasons
   FROM sched.qualification_reasons(:waiting_id, at => :'t0')
- ORDER BY worker_id IS NULL, node_id
+ ORDER BY worker_id IS NULL,
+          reasons <@ '{no_free_slot,cpu_exhausted,memory_exhausted,gpus_exhausted}' DESC,
+          cardinality(reasons), node_id
  LIMIT 8;
 
 \echo 'Invariants after the burst (must all be 0):'

@@ -30,6 +30,9 @@ extern int	sched_maintenance_interval_s;
 extern int	sched_retry_backoff_max_s;
 extern char *sched_databases;
 
+/* ---- maintenance.c ---- */
+extern void sched_register_maintenance_workers(void);
+
 /* ---- spi_util.c ---- */
 
 /*
@@ -135,11 +138,15 @@ typedef struct SchedFleet
 
 /*
  * Reads the fleet for one capability, in CurrentMemoryContext, inside SPI.
+ * fresh: with a new snapshot that also sees this transaction's earlier writes (dispatch,
+ * where earlier reservations of the same statement or batch must count); otherwise with
+ * the calling statement's snapshot (the STABLE selection and diagnostic functions).
  * all_nodes: every node (LEFT JOIN: nodes without a worker for the capability have
  * has_worker = false), sorted by node_id bytewise; otherwise only nodes that have a
  * worker for it (the pairs that can ever be admitted), in no particular order.
  */
-extern void sched_fleet_load(const char *capability, bool all_nodes, SchedFleet *fleet);
+extern void sched_fleet_load(const char *capability, bool all_nodes, bool fresh,
+							 SchedFleet *fleet);
 
 /*
  * Locks worker `worker_id` and its node (FOR UPDATE OF both; with skip_locked, SKIP

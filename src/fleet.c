@@ -135,12 +135,12 @@ decode_row(int i, SchedFleetRow *r)
 }
 
 void
-sched_fleet_load(const char *capability, bool all_nodes, SchedFleet *fleet)
+sched_fleet_load(const char *capability, bool all_nodes, bool fresh, SchedFleet *fleet)
 {
 	Datum		arg = CStringGetTextDatum(capability);
 	uint64		i;
 
-	sched_spi_exec(all_nodes ? &fleet_all : &fleet_capable, &arg, NULL, true, 0, SPI_OK_SELECT);
+	sched_spi_exec(all_nodes ? &fleet_all : &fleet_capable, &arg, NULL, !fresh, 0, SPI_OK_SELECT);
 	fleet->count = (int) SPI_processed;
 	fleet->rows = palloc(sizeof(SchedFleetRow) * Max(fleet->count, 1));
 	for (i = 0; i < SPI_processed; i++)

@@ -314,7 +314,7 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 	int			tries_added = 0;
 	Datum		v[4];
 
-	sched_fleet_load(args->p.capability, true, &fleet);
+	sched_fleet_load(args->p.capability, true, true, &fleet);
 	summary = sched_fleet_summary(&args->p, &fleet, &eligible);
 	if (eligible == 0)
 	{
@@ -466,7 +466,7 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 		return true;
 
 	/* stages 2 and 3 on a fresh snapshot, then 5. pairs in rank order */
-	sched_fleet_load(args.p.capability, false, &fleet);
+	sched_fleet_load(args.p.capability, false, true, &fleet);
 	ranked = sched_fleet_rank(&args.p, &fleet, &n);
 	rank_avoid_last(ranked, n, req.avoid_node_id);
 	skipped = palloc(sizeof(int) * Max(n, 1));

@@ -6,6 +6,7 @@
  */
 #include "pg_sched.h"
 
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -59,5 +60,12 @@ _PG_init(void)
 							NULL,
 							&sched_retry_backoff_max_s, 60, 1, INT_MAX,
 							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomStringVariable("sched.databases",
+							   "Databases in which a background worker reaps expired leases and claims (comma-separated).",
+							   "Takes effect only with pg_sched in shared_preload_libraries, at server start.",
+							   &sched_databases, "",
+							   PGC_POSTMASTER, GUC_LIST_INPUT, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sched");
+	if (process_shared_preload_libraries_in_progress)
+		sched_register_maintenance_workers();
 }

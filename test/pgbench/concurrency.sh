@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# concurrency.sh — pgbench concurrency check of the reservation transaction (issue 2).
+#
+# Uses the running cluster of the environment (PGHOST, PGPORT, PGUSER; `make test` and
+# `test/harness.sh up` provide one).  Steps:
+#   1. (re)creates database $DB, CREATE EXTENSION pg_sched, loads setup.sql: 50 nodes with
+#      1-2 slots and small capacity, a second (GPU) worker on 10 of them, $REQUESTS queued
+#      requests with mixed reservations (some need GPUs, some can never fit);
+#   2. runs pgbench -n -c 8 -j 2 -T $DURATION with four weighted scripts:
+#        dispatch_attempt.pgbench @6  dispatch_attempt of a request picked at random
+#        dispatch_next.pgbench    @2  the queue-order dispatcher
+#        start.pgbench            @1  start_attempt of a random DISPATCHED attempt
+#        finish.pgbench           @3  finish_attempt of a random live attempt (frees the
+#                                     slot and the reservation; 1 in 5 FAILED: requeued)
+#      and fails if pgbench reports any failed transaction (deadlock, serialization) or an
+#      aborted client (any other error);
+#   3. prints tps and what the dispatch calls answered;
+#   4. invariants.sql: no worker above its slots, no node above its capacity, counters
+#      equal to the sums over live attempts, one attempt and one request per (step,
+#      attempt number), every request in exactly one state with exactly one attempt when
+#      DISPATCHED and none otherwise, one START command and one selection milestone per
+#      attempt, every placement admissible; plus: slots were reused (more attempts than
+#      slots), so the check exercised release and re-reservation;
+#   5. self-test: each invariant must fail on a state corrupted on purpose (constraints
+#      dropped, one row changed, in a transaction that is rolled back); a check that
+#      cannot fail fails the run.
+# Exits non-zero on any failure.  Takes about 30 s (DURATION 20 s).
+#   env: SCHED_BENCH_DB (sched_pgbench), SCHED_BENCH_REQUESTS (20000),
+#        SCHED_BENCH_DURATION (20), SCHED_BENCH_KEEP=1 keeps the database afterwards.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+DB=${SCHED_BENCH_DB:-sched_pgbench}
+REQUESTS=${SCHED_BENCH_REQUESTS:-20000}
+DURATION=${SCHED_BENCH_DURATION:-20}
+: "${PGHOST:?PGHOST must point at the test cluster}" "${PGPORT:?PGPORT must be set}"
+export PGUSER=${PGUSER:-postgres}
+unset PGDATABASE
+
+PSQL=(psql -X -q -v ON_ERROR_STOP=1)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+say() { printf '%s\n' "--- pgbench check: $*"; }
+fail() { printf '%s\n' "FAIL (pgbench check): $*" >&2; exit 1; }
+
+# ---- 1. database, fleet, queue ---------------------------------------------------------
+say "database $DB on $PGHOST:$PGPORT, $REQUESTS requests"
+"${PSQL[@]}" -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
+"${PSQL[@]}" -d "$DB" -v requests="$REQUESTS" -f "$HERE/setup.sql" >"$WORK/setup.out"
+read -r MIN_RID MAX_RID SLOTS < <(psql -X -At -F ' ' -d "$DB" -c \
+    "SELECT min(request_id), max(request_id), (SELECT sum(slots) FROM sched.worker) FROM sched.request")
+[ "$((MAX_RID - MIN_RID + 1))" -eq "$REQUESTS" ] || fail "setup queued $MIN_RID..$MAX_RID, not $REQUESTS requests"
+say "fleet: $(psql -X -At -d "$DB" -c "SELECT count(*) || ' nodes, ' || (SELECT count(*) FROM sched.worker) || ' workers' FROM sched.node"), $SLOTS slots; requests $MIN_RID..$MAX_RID"
+
+# ---- 2. pgbench ------------------------------------------------------------------------
+say "pgbench -n -c 8 -j 2 -T $DURATION"
+rc=0
+pgbench -n -c 8 -j 2 -T "$DURATION" --failures-detailed \
+    -D min_rid="$MIN_RID" -D max_rid="$MAX_RID" \
+    -f "$HERE/dispatch_attempt.pgbench@6" -f "$HERE/dispatch_next.pgbench@2" \
+    -f "$HERE/start.pgbench@1" -f "$HERE/finish.pgbench@3" \
+    "$DB" >"$WORK/pgbench.out" 2>"$WORK/pgbench.err" || rc=$?
+sed -n '/^number of transactions actually processed/,/^tps/p' "$WORK/pgbench.out"
+if [ "$rc" -ne 0 ] || grep -qiE 'aborted|error' "$WORK/pgbench.err"; then
+    cat "$WORK/pgbench.err" >&2
+    fail "pgbench exited with $rc or reported errors (above)"
+fi
+processed=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/pgbench.out")
+failed=$(sed -nE 's/^number of failed transactions: ([0-9]+).*/\1/p' "$WORK/pgbench.out")
+tps=$(sed -nE 's/^tps = ([0-9.]+).*/\1/p' "$WORK/pgbench.out")
+[ -n "$processed" ] && [ -n "$failed" ] && [ -n "$tps" ] || { cat "$WORK/pgbench.out"; fail "cannot read pgbench's summary"; }
+[ "$failed" -eq 0 ] || { cat "$WORK/pgbench.out"; fail "$failed pgbench transactions failed (deadlock or serialization failures)"; }
+[ "$processed" -gt 0 ] || fail "pgbench processed no transaction"
+
+# ---- 3. what happened ------------------------------------------------------------------
+say "tps $tps, $processed transactions, 0 failed; dispatch outcomes:"
+psql -X -d "$DB" -c "SELECT script, outcome, count(*) FROM bench_outcome GROUP BY 1, 2 ORDER BY 1, 2"
+read -r DISPATCHED UNSCHEDULABLE ATTEMPTS ENDED LIVE < <(psql -X -At -F ' ' -d "$DB" -c "
+    SELECT (SELECT count(*) FROM bench_outcome WHERE outcome = 'DISPATCHED'),
+           (SELECT count(*) FROM bench_outcome WHERE outcome = 'UNSCHEDULABLE'),
+           count(*), count(*) FILTER (WHERE status NOT IN ('DISPATCHED', 'RUNNING')),
+           count(*) FILTER (WHERE status IN ('DISPATCHED', 'RUNNING'))
+      FROM sched.attempt")
+say "dispatched $DISPATCHED, unschedulable $UNSCHEDULABLE; attempts $ATTEMPTS ($ENDED ended, $LIVE live) on $SLOTS slots"
+[ "$DISPATCHED" -eq "$ATTEMPTS" ] || fail "$DISPATCHED DISPATCHED outcomes but $ATTEMPTS attempts exist"
+[ "$ATTEMPTS" -gt "$SLOTS" ] || fail "only $ATTEMPTS attempts on $SLOTS slots: slots were never reused, the check proves little"
+
+# ---- 4. invariants ---------------------------------------------------------------------
+say "invariants"
+"${PSQL[@]}" -d "$DB" -f "$HERE/invariants.sql" 2>&1 | sed 's/^psql:[^ ]* //' \
+    || fail "invariants violated after the pgbench run (above)"
+
+# ---- 5. self-test: every invariant can fail ---------------------------------------------
+# Each case: drop the CHECK and UNIQUE constraints that would refuse the corruption,
+# change one row, run invariants.sql, roll back.  invariants.sql must fail naming the case.
+drop_constraints="DO \$\$ DECLARE c record; BEGIN
+    FOR c IN SELECT conrelid::regclass AS tbl, conname FROM pg_constraint
+              WHERE connamespace = 'sched'::regnamespace AND contype IN ('c', 'u')
+                AND conrelid IN ('sched.node'::regclass, 'sched.worker'::regclass,
+                                 'sched.request'::regclass, 'sched.attempt'::regclass)
+    LOOP EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', c.tbl, c.conname); END LOOP;
+END \$\$;"
+live_worker="(SELECT worker_id FROM sched.worker WHERE live_attempts > 0 ORDER BY worker_id LIMIT 1)"
+busy_node="(SELECT node_id FROM sched.node WHERE reserved_cpu_millis > 0 ORDER BY node_id LIMIT 1)"
+ended_attempt="(SELECT attempt_id FROM sched.attempt WHERE status = 'SUCCEEDED' ORDER BY attempt_id LIMIT 1)"
+pending_request="(SELECT min(request_id) FROM sched.request WHERE state = 'PENDING')"
+declare -A corrupt=(
+    [worker_live_attempts_within_slots]="UPDATE sched.worker SET slots = live_attempts - 1 WHERE worker_id = $live_worker"
+    [node_reservations_within_capacity]="UPDATE sched.node SET cpu_millis = reserved_cpu_millis - 1 WHERE node_id = $busy_node"
+    [worker_counter_matches_attempts]="UPDATE sched.worker SET live_attempts = live_attempts + 1, slots = slots + 1 WHERE worker_id = $live_worker"
+    [node_counters_match_attempts]="UPDATE sched.node SET reserved_memory_mb = reserved_memory_mb + 1, memory_mb = memory_mb + 1 WHERE node_id = $busy_node"
+    [one_attempt_per_step_attempt]="CREATE TEMP TABLE x AS SELECT * FROM sched.attempt WHERE attempt_id = $ended_attempt; UPDATE x SET attempt_id = gen_random_uuid(); INSERT INTO sched.attempt SELECT * FROM x"
+    [one_request_per_step_attempt]="CREATE TEMP TABLE x AS SELECT * FROM sched.request WHERE request_id = $pending_request; UPDATE x SET request_id = nextval('sched.request_id_seq'); INSERT INTO sched.request SELECT * FROM x"
+    [request_in_exactly_one_state]="UPDATE sched.request SET state = 'WAITING' WHERE request_id = $pending_request"
+    [attempt_in_exactly_one_state]="UPDATE sched.attempt SET finished_at = NULL WHERE attempt_id = $ended_attempt"
+    [dispatched_request_has_one_attempt]="UPDATE sched.request SET state = 'DISPATCHED' WHERE request_id = $pending_request"
+    [undispatched_request_has_no_attempt]="UPDATE sched.request SET state = 'CANCELLED' WHERE attempt_id = $ended_attempt"
+    [attempt_has_dispatched_request]="UPDATE sched.request SET state = 'PENDING' WHERE attempt_id = $ended_attempt"
+    [attempt_has_one_start_command]="DELETE FROM sched.command WHERE kind = 'START' AND attempt_id = $ended_attempt"
+    [attempt_has_selected_milestone]="DELETE FROM sched.timeline WHERE milestone_key LIKE 'step.worker.selected:%' AND attempt_id = $ended_attempt"
+    [attempt_placement_admissible]="UPDATE sched.request SET required_labels = '{\"zone\":\"nowhere\"}' WHERE attempt_id = $ended_attempt"
+)
+checks=$(grep -oE "^ *\('[a-z_]+', \\\$q\\\$" "$HERE/invariants.sql" | sed -E "s/^ *\('([a-z_]+)'.*/\1/")
+[ "$(wc -l <<<"$checks")" -eq "${#corrupt[@]}" ] || fail "self-test covers ${#corrupt[@]} cases but invariants.sql has $(wc -l <<<"$checks") checks"
+bad=0
+for check in $checks; do
+    [ -n "${corrupt[$check]:-}" ] || { echo "no self-test case for invariant $check" >&2; bad=1; continue; }
+    out=$(printf 'BEGIN;\n%s\n%s;\n\\i %s\nROLLBACK;\n' "$drop_constraints" "${corrupt[$check]}" "$HERE/invariants.sql" \
+          | psql -X -q -v ON_ERROR_STOP=1 -d "$DB" 2>&1) && rc=0 || rc=$?
+    if [ "$rc" -ne 0 ] && grep -q "invariants violated: .*\b$check\b" <<<"$out"; then
+        printf '  self-test %-40s fails as it must\n' "$check"
+    else
+        printf '  self-test %-40s DID NOT FAIL on a corrupted state\n%s\n' "$check" "$out" >&2
+        bad=1
+    fi
+done
+[ "$bad" -eq 0 ] || fail "an invariant check could not fail (self-test above)"
+
+if [ -z "${SCHED_BENCH_KEEP:-}" ]; then
+    "${PSQL[@]}" -d postgres -c "DROP DATABASE $DB WITH (FORCE)"
+fi
+say "passed: tps $tps, dispatched $DISPATCHED, unschedulable $UNSCHEDULABLE, 0 failed transactions, all invariants hold"

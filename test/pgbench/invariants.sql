@@ -1,0 +1,139 @@
+-- invariants.sql — the state every reservation must leave behind (SPEC.md sections 2,
+-- 5 and 6), checked after the pgbench run of concurrency.sh.  Each check is a query
+-- returning one text line per violating row; all are run, each prints its count, and
+-- the DO block raises (psql -v ON_ERROR_STOP=1 then exits non-zero) naming every check
+-- that found a violation.  No transaction control here: concurrency.sh's self-test runs
+-- this file inside BEGIN ... ROLLBACK after corrupting the state on purpose.
+DO $invariants$
+DECLARE
+    c record;
+    n bigint;
+    sample text[];
+    failed text[] := '{}';
+BEGIN
+    FOR c IN SELECT * FROM (VALUES
+        -- SPEC 2: live attempts <= slots, for every worker (counted from the attempts)
+        ('worker_live_attempts_within_slots', $q$
+            SELECT format('worker %s: %s live attempts, %s slots', w.worker_id, count(*), w.slots)
+              FROM sched.attempt a JOIN sched.worker w ON w.worker_id = a.worker_id
+             WHERE a.status IN ('DISPATCHED', 'RUNNING')
+             GROUP BY w.worker_id, w.slots HAVING count(*) > w.slots $q$),
+        -- SPEC 2: reserved <= capacity, for every node (summed from the attempts)
+        ('node_reservations_within_capacity', $q$
+            SELECT format('node %s: live reservations %s mcpu/%s MB/%s GPU, capacity %s/%s/%s',
+                          n.node_id, sum(a.reserve_cpu_millis), sum(a.reserve_memory_mb),
+                          sum(a.reserve_gpus), n.cpu_millis, n.memory_mb, n.gpus)
+              FROM sched.attempt a JOIN sched.node n ON n.node_id = a.node_id
+             WHERE a.status IN ('DISPATCHED', 'RUNNING')
+             GROUP BY n.node_id
+            HAVING sum(a.reserve_cpu_millis) > n.cpu_millis OR sum(a.reserve_memory_mb) > n.memory_mb
+                OR sum(a.reserve_gpus) > n.gpus $q$),
+        -- the worker counter is exactly the number of its live attempts
+        ('worker_counter_matches_attempts', $q$
+            SELECT format('worker %s: live_attempts %s, live attempts counted %s',
+                          w.worker_id, w.live_attempts, count(a.attempt_id))
+              FROM sched.worker w
+              LEFT JOIN sched.attempt a ON a.worker_id = w.worker_id AND a.status IN ('DISPATCHED', 'RUNNING')
+             GROUP BY w.worker_id HAVING w.live_attempts <> count(a.attempt_id) $q$),
+        -- the node counters are exactly the sums over its live attempts
+        ('node_counters_match_attempts', $q$
+            SELECT format('node %s: counters %s/%s/%s/%s, sums %s/%s/%s/%s', n.node_id,
+                          n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, n.live_attempts,
+                          s.cpu, s.mem, s.gpus, s.live)
+              FROM sched.node n
+              CROSS JOIN LATERAL (
+                  SELECT coalesce(sum(a.reserve_cpu_millis), 0) AS cpu,
+                         coalesce(sum(a.reserve_memory_mb), 0) AS mem,
+                         coalesce(sum(a.reserve_gpus), 0) AS gpus, count(*) AS live
+                    FROM sched.attempt a
+                   WHERE a.node_id = n.node_id AND a.status IN ('DISPATCHED', 'RUNNING')) s
+             WHERE (n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, n.live_attempts)
+                   IS DISTINCT FROM (s.cpu::int, s.mem::bigint, s.gpus::int, s.live::int) $q$),
+        -- exactly once: one attempt, and one request, per (step, attempt number)
+        ('one_attempt_per_step_attempt', $q$
+            SELECT format('step %s attempt %s: %s attempts', step_id, attempt_number, count(*))
+              FROM sched.attempt GROUP BY step_id, attempt_number HAVING count(*) > 1 $q$),
+        ('one_request_per_step_attempt', $q$
+            SELECT format('step %s attempt %s: %s requests', step_id, attempt_number, count(*))
+              FROM sched.request GROUP BY step_id, attempt_number HAVING count(*) > 1 $q$),
+        -- every request is in exactly one of the states, claimed exactly when CLAIMED
+        ('request_in_exactly_one_state', $q$
+            SELECT format('request %s: state %s, claim %s', request_id, coalesce(state, 'NULL'), claim_id)
+              FROM sched.request
+             WHERE state IS NULL OR state NOT IN ('PENDING', 'CLAIMED', 'DISPATCHED', 'CANCELLED')
+                OR (state = 'CLAIMED') <> (claim_id IS NOT NULL) $q$),
+        ('attempt_in_exactly_one_state', $q$
+            SELECT format('attempt %s: status %s, finished_at %s', attempt_id, coalesce(status, 'NULL'), finished_at)
+              FROM sched.attempt
+             WHERE status IS NULL
+                OR status NOT IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST')
+                OR (status IN ('DISPATCHED', 'RUNNING')) <> (finished_at IS NULL) $q$),
+        -- a DISPATCHED request has exactly one attempt, the one it names
+        ('dispatched_request_has_one_attempt', $q$
+            SELECT format('request %s (DISPATCHED): %s attempts, attempt_id %s',
+                          r.request_id, count(a.attempt_id), r.attempt_id)
+              FROM sched.request r
+              LEFT JOIN sched.attempt a ON a.request_id = r.request_id
+             WHERE r.state = 'DISPATCHED'
+             GROUP BY r.request_id, r.attempt_id
+            HAVING count(a.attempt_id) <> 1 OR r.attempt_id IS DISTINCT FROM min(a.attempt_id::text)::uuid $q$),
+        -- a request that is not DISPATCHED has no attempt
+        ('undispatched_request_has_no_attempt', $q$
+            SELECT format('request %s (%s) has attempt %s', r.request_id, r.state, a.attempt_id)
+              FROM sched.request r JOIN sched.attempt a ON a.request_id = r.request_id
+             WHERE r.state IS DISTINCT FROM 'DISPATCHED' $q$),
+        -- every attempt belongs to a DISPATCHED request of the same step and number
+        ('attempt_has_dispatched_request', $q$
+            SELECT format('attempt %s: request %s is %s', a.attempt_id, a.request_id, coalesce(r.state, 'missing'))
+              FROM sched.attempt a LEFT JOIN sched.request r ON r.request_id = a.request_id
+             WHERE r.state IS DISTINCT FROM 'DISPATCHED'
+                OR (r.step_id, r.attempt_number, r.execution_id)
+                   IS DISTINCT FROM (a.step_id, a.attempt_number, a.execution_id) $q$),
+        -- SPEC 6: the attempt, its START command and its timeline milestone are written
+        -- together
+        ('attempt_has_one_start_command', $q$
+            SELECT format('attempt %s: %s START commands', a.attempt_id, count(c.command_id))
+              FROM sched.attempt a
+              LEFT JOIN sched.command c ON c.attempt_id = a.attempt_id AND c.kind = 'START'
+                                       AND c.worker_id = a.worker_id
+             GROUP BY a.attempt_id HAVING count(c.command_id) <> 1 $q$),
+        ('attempt_has_selected_milestone', $q$
+            SELECT format('attempt %s: %s step.worker.selected milestones', a.attempt_id, count(t.*))
+              FROM sched.attempt a
+              LEFT JOIN sched.timeline t
+                ON t.execution_id = a.execution_id
+               AND t.milestone_key = format('step.worker.selected:%s:%s', a.step_id, a.attempt_number)
+             GROUP BY a.attempt_id HAVING count(t.*) <> 1 $q$),
+        -- SPEC 3: every attempt went where admission allows it, reserving what its
+        -- request asked (static rules only: transient ones are covered above)
+        ('attempt_placement_admissible', $q$
+            SELECT format('attempt %s on %s/%s for request %s', a.attempt_id, a.node_id, a.worker_id, r.request_id)
+              FROM sched.attempt a
+              JOIN sched.request r ON r.request_id = a.request_id
+              JOIN sched.worker w ON w.worker_id = a.worker_id
+              JOIN sched.node n ON n.node_id = a.node_id
+             WHERE w.node_id <> a.node_id
+                OR w.capability <> r.capability
+                OR NOT (r.capability_version = ANY (w.capability_versions))
+                OR NOT (n.labels @> r.required_labels)
+                OR (r.node_id IS NOT NULL AND r.node_id <> a.node_id)
+                OR n.cpu_millis < greatest(r.min_cpu_millis, r.reserve_cpu_millis)
+                OR n.memory_mb < greatest(r.min_memory_mb, r.reserve_memory_mb)
+                OR n.gpus < greatest(r.min_gpus, r.reserve_gpus)
+                OR (a.reserve_cpu_millis, a.reserve_memory_mb, a.reserve_gpus)
+                   IS DISTINCT FROM (r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus) $q$)
+      ) AS checks(name, query)
+    LOOP
+        EXECUTE format('SELECT count(*), (array_agg(v.line))[1:3] FROM (%s) AS v(line)', c.query)
+           INTO n, sample;
+        RAISE NOTICE 'invariant %: %', rpad(c.name, 40), CASE WHEN n = 0 THEN 'ok' ELSE n || ' violation(s)' END;
+        IF n > 0 THEN
+            failed := failed || c.name::text;
+            RAISE WARNING 'invariant % violated, e.g.: %', c.name, array_to_string(sample, ' | ');
+        END IF;
+    END LOOP;
+    IF cardinality(failed) > 0 THEN
+        RAISE EXCEPTION 'invariants violated: %', array_to_string(failed, ', ');
+    END IF;
+END
+$invariants$;
