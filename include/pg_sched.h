@@ -136,17 +136,46 @@ typedef struct SchedFleet
 	SchedFleetRow *rows;
 } SchedFleet;
 
+/* How sched_fleet_load reads (flags). */
+#define SCHED_FLEET_ALL_NODES	0x01	/* every node (LEFT JOIN), sorted by node_id bytewise;
+										 * otherwise only nodes with a worker for the
+										 * capability, in no particular order */
+#define SCHED_FLEET_FRESH		0x02	/* a new snapshot that sees this transaction's own
+										 * earlier writes (dispatch); otherwise the calling
+										 * statement's snapshot (STABLE functions) */
+#define SCHED_FLEET_LABELS		0x04	/* parse node labels (else left empty) */
+
+/* Reads the fleet for one capability, in CurrentMemoryContext, inside SPI. */
+extern void sched_fleet_load(const char *capability, int flags, SchedFleet *fleet);
+
+/* SCHED_FLEET_LABELS when placement p needs node labels (for eligibility alone, only
+ * required labels matter; for scores, preferred ones too). */
+extern int	sched_fleet_flags_for(const SchedPlacement *p, bool for_eligibility_only);
+
 /*
- * Reads the fleet for one capability, in CurrentMemoryContext, inside SPI.
- * fresh: with a new snapshot that also sees this transaction's earlier writes (dispatch,
- * where earlier reservations of the same statement or batch must count); otherwise with
- * the calling statement's snapshot (the STABLE selection and diagnostic functions).
- * all_nodes: every node (LEFT JOIN: nodes without a worker for the capability have
- * has_worker = false), sorted by node_id bytewise; otherwise only nodes that have a
- * worker for it (the pairs that can ever be admitted), in no particular order.
+ * Fleets read once per batch (dispatch_next) and kept up to date in memory: after every
+ * locked re-read of a pair its counters and states are copied into every cached row of
+ * that node and worker.  The cached values only steer ranking; admission is always
+ * re-checked on the locked rows.
  */
-extern void sched_fleet_load(const char *capability, bool all_nodes, bool fresh,
-							 SchedFleet *fleet);
+typedef struct SchedFleetCacheEntry
+{
+	char	   *capability;
+	bool		all_nodes;
+	SchedFleet	fleet;
+} SchedFleetCacheEntry;
+
+typedef struct SchedFleetCache
+{
+	MemoryContext cxt;			/* lives as long as the batch */
+	int			count;
+	int			allocated;
+	SchedFleetCacheEntry *entries;
+} SchedFleetCache;
+
+extern SchedFleet *sched_fleet_cached(SchedFleetCache *cache, const char *capability,
+									  bool all_nodes);
+extern void sched_fleet_cache_update(SchedFleetCache *cache, const SchedFleetRow *fresh);
 
 /*
  * Locks worker `worker_id` and its node (FOR UPDATE OF both; with skip_locked, SKIP
@@ -188,7 +217,7 @@ typedef struct SchedDispatchResult
  */
 extern bool sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at,
 								   bool from_queue, bool may_wait_pair,
-								   SchedDispatchResult *res);
+								   SchedFleetCache *cache, SchedDispatchResult *res);
 
 /* Fills a sched.dispatch_result row (values/nulls of 8) from res. */
 extern void sched_dispatch_result_values(const SchedDispatchResult *res, Datum *values, bool *nulls);

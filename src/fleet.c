@@ -78,9 +78,10 @@ runtime_state(const char *s)
 	return SCHED_WORKER_STOPPED;
 }
 
-/* Decodes SPI_tuptable row i into *r (strings copied into CurrentMemoryContext). */
+/* Decodes SPI_tuptable row i into *r (strings copied into CurrentMemoryContext).
+ * Without with_labels the node's labels are left empty (not parsed). */
 static void
-decode_row(int i, SchedFleetRow *r)
+decode_row(int i, SchedFleetRow *r, bool with_labels)
 {
 	SchedCandidate *c = &r->c;
 	bool		isnull;
@@ -90,7 +91,7 @@ decode_row(int i, SchedFleetRow *r)
 	c->node_id = sched_spi_text(i, FC_NODE_ID);
 	c->management_status = node_status(sched_spi_text(i, FC_MGMT));
 	d = sched_spi_get(i, FC_LABELS, &isnull);
-	if (!isnull)
+	if (!isnull && with_labels)
 		sched_labels_from_jsonb(DatumGetJsonbP(d), NULL, &c->labels);
 	c->cpu_millis = sched_spi_int64(i, FC_CPU);
 	c->memory_mb = sched_spi_int64(i, FC_MEM);
@@ -135,16 +136,100 @@ decode_row(int i, SchedFleetRow *r)
 }
 
 void
-sched_fleet_load(const char *capability, bool all_nodes, bool fresh, SchedFleet *fleet)
+sched_fleet_load(const char *capability, int flags, SchedFleet *fleet)
 {
 	Datum		arg = CStringGetTextDatum(capability);
 	uint64		i;
 
-	sched_spi_exec(all_nodes ? &fleet_all : &fleet_capable, &arg, NULL, !fresh, 0, SPI_OK_SELECT);
+	sched_spi_exec((flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable, &arg, NULL,
+				   !(flags & SCHED_FLEET_FRESH), 0, SPI_OK_SELECT);
 	fleet->count = (int) SPI_processed;
 	fleet->rows = palloc(sizeof(SchedFleetRow) * Max(fleet->count, 1));
 	for (i = 0; i < SPI_processed; i++)
-		decode_row((int) i, &fleet->rows[i]);
+		decode_row((int) i, &fleet->rows[i], (flags & SCHED_FLEET_LABELS) != 0);
+}
+
+int
+sched_fleet_flags_for(const SchedPlacement *p, bool for_eligibility_only)
+{
+	bool		labels = p->required_labels.count > 0 ||
+		(!for_eligibility_only && p->preferred_labels.count > 0);
+
+	return labels ? SCHED_FLEET_LABELS : 0;
+}
+
+SchedFleet *
+sched_fleet_cached(SchedFleetCache *cache, const char *capability, bool all_nodes)
+{
+	int			i;
+	MemoryContext old;
+	SchedFleetCacheEntry *e;
+
+	for (i = 0; i < cache->count; i++)
+		if (cache->entries[i].all_nodes == all_nodes &&
+			strcmp(cache->entries[i].capability, capability) == 0)
+			return &cache->entries[i].fleet;
+	old = MemoryContextSwitchTo(cache->cxt);
+	if (cache->count == cache->allocated)
+	{
+		cache->allocated = Max(4, cache->allocated * 2);
+		cache->entries = cache->entries == NULL
+			? palloc(sizeof(SchedFleetCacheEntry) * cache->allocated)
+			: repalloc(cache->entries, sizeof(SchedFleetCacheEntry) * cache->allocated);
+	}
+	e = &cache->entries[cache->count++];
+	e->capability = pstrdup(capability);
+	e->all_nodes = all_nodes;
+	sched_fleet_load(capability,
+					 SCHED_FLEET_FRESH | SCHED_FLEET_LABELS | (all_nodes ? SCHED_FLEET_ALL_NODES : 0),
+					 &e->fleet);
+	MemoryContextSwitchTo(old);
+	return &e->fleet;
+}
+
+void
+sched_fleet_cache_update(SchedFleetCache *cache, const SchedFleetRow *fresh)
+{
+	int			i;
+	int			k;
+
+	if (cache == NULL)
+		return;
+	for (i = 0; i < cache->count; i++)
+	{
+		SchedFleet *f = &cache->entries[i].fleet;
+
+		for (k = 0; k < f->count; k++)
+		{
+			SchedFleetRow *r = &f->rows[k];
+			SchedCandidate *c = &r->c;
+
+			if (strcmp(c->node_id, fresh->c.node_id) != 0)
+				continue;
+			/* node fields: shared by the node's workers of every capability */
+			c->management_status = fresh->c.management_status;
+			c->cpu_millis = fresh->c.cpu_millis;
+			c->memory_mb = fresh->c.memory_mb;
+			c->gpus = fresh->c.gpus;
+			c->weight = fresh->c.weight;
+			c->reserved_cpu_millis = fresh->c.reserved_cpu_millis;
+			c->reserved_memory_mb = fresh->c.reserved_memory_mb;
+			c->reserved_gpus = fresh->c.reserved_gpus;
+			c->node_live_attempts = fresh->c.node_live_attempts;
+			/* worker fields: only the row of that worker (labels and versions, which
+			 * live in the caller's memory, are not copied) */
+			if (c->has_worker && memcmp(&r->worker_id, &fresh->worker_id, sizeof(pg_uuid_t)) == 0)
+			{
+				c->runtime_state = fresh->c.runtime_state;
+				c->scheduling_status = fresh->c.scheduling_status;
+				c->has_heartbeat = fresh->c.has_heartbeat;
+				c->last_heartbeat = fresh->c.last_heartbeat;
+				c->slots = fresh->c.slots;
+				c->worker_live_attempts = fresh->c.worker_live_attempts;
+				r->generation = fresh->generation;
+			}
+		}
+	}
 }
 
 bool
@@ -156,7 +241,7 @@ sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row
 				   SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	decode_row(0, row);
+	decode_row(0, row, true);
 	return true;
 }
 

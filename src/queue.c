@@ -398,8 +398,9 @@ sched_claim_requests(PG_FUNCTION_ARGS)
  * Tries at most 4 * max_dispatches + 64 requests.  Each request is dispatched by
  * sched_dispatch_request() in queue mode: a request another dispatcher holds is passed
  * over silently, an unschedulable one gets its reason and backoff and the scan moves
- * on.  Per-request work runs in a memory context reset after each request, so memory
- * stays flat in the batch size.
+ * on.  The fleet of each capability is read once per call and kept current in memory
+ * (sched_fleet_cache_update); per-request work runs in a memory context reset after
+ * each request, so memory stays flat in the batch size.
  */
 Datum
 sched_dispatch_next(PG_FUNCTION_ARGS)
@@ -415,6 +416,7 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 	MemoryContext per_request;
 	MemoryContext outer;
 	bool		holds_pair = false;
+	SchedFleetCache cache = {0};
 
 	sched_check_not_null(fcinfo, 3, "at");
 	at = PG_GETARG_TIMESTAMPTZ(3);
@@ -426,6 +428,7 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 	outer = CurrentMemoryContext;
 	per_request = AllocSetContextCreate(outer, "pg_sched dispatch_next request",
 										ALLOCSET_DEFAULT_SIZES);
+	cache.cxt = outer;			/* one fleet read per capability for the whole call */
 	while (dispatched < max_dispatches && scanned < max_dispatches * 4 + 64)
 	{
 		QueueTenant *t;
@@ -438,7 +441,7 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 			break;
 		scanned++;
 		MemoryContextSwitchTo(per_request);
-		if (sched_dispatch_request(id, NULL, at, true, !holds_pair, &res))
+		if (sched_dispatch_request(id, NULL, at, true, !holds_pair, &cache, &res))
 		{
 			sched_dispatch_result_values(&res, values, nulls);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

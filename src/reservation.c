@@ -207,7 +207,7 @@ return_existing(const SchedRequestRow *req, SchedDispatchResult *res)
 /* Writes the reservation of pair `row` for request `req`: see the file header. */
 static void
 reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
-		const SchedFleetRow *row, SchedDispatchResult *res)
+		SchedFleetRow *row, SchedFleetCache *cache, SchedDispatchResult *res)
 {
 	const SchedPlacement *p = &args->p;
 	SchedRanked scored;
@@ -268,6 +268,14 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	v[2] = Int32GetDatum(1);
 	sched_spi_exec(&request_dispatched, v, NULL, false, 0, SPI_OK_UPDATE);
 
+	/* what the updates above did, for the batch's cached fleet */
+	row->c.worker_live_attempts++;
+	row->c.node_live_attempts++;
+	row->c.reserved_cpu_millis += p->reserve_cpu_millis;
+	row->c.reserved_memory_mb += p->reserve_memory_mb;
+	row->c.reserved_gpus += p->reserve_gpus;
+	sched_fleet_cache_update(cache, row);
+
 	channel = psprintf("sched_worker_%s", sched_uuid_out(&row->worker_id));
 	payload = psprintf("START %s", sched_uuid_out(&res->attempt_id));
 	Async_Notify(channel, payload);
@@ -285,16 +293,18 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 /* Locks pair `seen` and re-checks it; true when it still admits the request. */
 static bool
 lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen, bool skip_locked,
-				 bool *locked, SchedFleetRow *fresh)
+				 SchedFleetCache *cache, bool *locked, SchedFleetRow *fresh)
 {
 	pg_uuid_t	worker_id = seen->worker_id;
+	int64		seen_generation = seen->generation;
 
 	*locked = sched_fleet_lock_pair(&worker_id, skip_locked, fresh);
 	if (!*locked)
 		return false;
-	return fresh->c.has_worker &&
-		fresh->generation == seen->generation &&
-		sched_admission(&args->p, &fresh->c) == 0;
+	sched_fleet_cache_update(cache, fresh);
+	if (fresh->generation != seen_generation)
+		return false;
+	return fresh->c.has_worker && sched_admission(&args->p, &fresh->c) == 0;
 }
 
 /*
@@ -305,17 +315,23 @@ lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen, bool
  */
 static void
 leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int conflicts,
-			 SchedDispatchResult *res)
+			 SchedFleetCache *cache, SchedDispatchResult *res)
 {
-	SchedFleet	fleet;
+	SchedFleet	local;
+	SchedFleet *fleet = &local;
 	int			eligible;
 	char	   *summary;
 	TimestampTz next = args->at;
 	int			tries_added = 0;
 	Datum		v[4];
 
-	sched_fleet_load(args->p.capability, true, true, &fleet);
-	summary = sched_fleet_summary(&args->p, &fleet, &eligible);
+	if (cache != NULL)
+		fleet = sched_fleet_cached(cache, args->p.capability, true);
+	else
+		sched_fleet_load(args->p.capability,
+						 SCHED_FLEET_ALL_NODES | SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, true),
+						 &local);
+	summary = sched_fleet_summary(&args->p, fleet, &eligible);
 	if (eligible == 0)
 	{
 		int64		backoff_s = sched_unschedulable_backoff_max_s;
@@ -371,7 +387,8 @@ still_ready(const SchedRequestRow *req, TimestampTz at)
 
 bool
 sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at,
-					   bool from_queue, bool may_wait_pair, SchedDispatchResult *res)
+					   bool from_queue, bool may_wait_pair, SchedFleetCache *cache,
+					   SchedDispatchResult *res)
 {
 	Datum		v[2];
 	bool		isnull;
@@ -380,7 +397,8 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 	SchedRequestRow req;
 	SchedPlacementArgs args;
 	char	   *status;
-	SchedFleet	fleet;
+	SchedFleet	local;
+	SchedFleet *fleet = &local;
 	SchedRanked *ranked;
 	int			n;
 	int			i;
@@ -466,8 +484,12 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 		return true;
 
 	/* stages 2 and 3 on a fresh snapshot, then 5. pairs in rank order */
-	sched_fleet_load(args.p.capability, false, true, &fleet);
-	ranked = sched_fleet_rank(&args.p, &fleet, &n);
+	if (cache != NULL)
+		fleet = sched_fleet_cached(cache, args.p.capability, false);
+	else
+		sched_fleet_load(args.p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args.p, false),
+						 &local);
+	ranked = sched_fleet_rank(&args.p, fleet, &n);
 	rank_avoid_last(ranked, n, req.avoid_node_id);
 	skipped = palloc(sizeof(int) * Max(n, 1));
 	for (i = 0; i < n; i++)
@@ -475,9 +497,9 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 		SchedFleetRow fresh;
 		bool		locked;
 
-		if (lock_and_recheck(&args, &fleet.rows[ranked[i].index], true, &locked, &fresh))
+		if (lock_and_recheck(&args, &fleet->rows[ranked[i].index], true, cache, &locked, &fresh))
 		{
-			reserve(&req, &args, &fresh, res);
+			reserve(&req, &args, &fresh, cache, res);
 			return true;
 		}
 		if (locked)
@@ -492,10 +514,10 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 		bool		locked;
 		bool		wait = may_wait_pair && !holds_pair;
 
-		if (lock_and_recheck(&args, &fleet.rows[ranked[skipped[i]].index], !wait,
+		if (lock_and_recheck(&args, &fleet->rows[ranked[skipped[i]].index], !wait, cache,
 							 &locked, &fresh))
 		{
-			reserve(&req, &args, &fresh, res);
+			reserve(&req, &args, &fresh, cache, res);
 			return true;
 		}
 		if (locked)
@@ -503,7 +525,7 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 		res->conflicts++;
 	}
 
-	leave_queued(&req, &args, res->conflicts, res);
+	leave_queued(&req, &args, res->conflicts, cache, res);
 	return true;
 }
 
@@ -558,7 +580,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	(void) sched_dispatch_request(PG_GETARG_INT64(0), PG_ARGISNULL(1) ? NULL : &claim,
-								  PG_GETARG_TIMESTAMPTZ(2), false, true, &res);
+								  PG_GETARG_TIMESTAMPTZ(2), false, true, NULL, &res);
 	sched_dispatch_result_values(&res, values, nulls);
 	/* the tuple is formed in SPI's memory and copied out before SPI_finish frees it */
 	tuple = heap_form_tuple(tupdesc, values, nulls);
