@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 #include "catalog/pg_type.h"
+#include "storage/itemptr.h"
 
 #include "placement.h"
 
@@ -128,6 +129,8 @@ typedef struct SchedFleetRow
 	SchedCandidate c;
 	pg_uuid_t	worker_id;		/* valid when c.has_worker */
 	int64		generation;
+	ItemPointerData worker_tid;	/* the row versions read, for sched_fleet_pair_locker */
+	ItemPointerData node_tid;
 } SchedFleetRow;
 
 typedef struct SchedFleet
@@ -184,6 +187,10 @@ extern void sched_fleet_cache_update(SchedFleetCache *cache, const SchedFleetRow
  */
 extern bool sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row);
 
+/* Another in-progress transaction holding the worker or node row of `row` (as read),
+ * or InvalidTransactionId.  Takes no lock. */
+extern TransactionId sched_fleet_pair_locker(const SchedFleetRow *row);
+
 /* Admitted pairs of the fleet, scored and ranked best first (palloc'd; *count set). */
 extern SchedRanked *sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count);
 
@@ -210,14 +217,14 @@ typedef struct SchedDispatchResult
 
 /*
  * The reservation transaction for one request, inside SPI, in the caller's transaction
- * (see reservation.c).  from_queue: the request came from a queue scan: it is skipped
- * (false returned, nothing written) when another transaction holds its step or its row,
- * or it is no longer ready; no lock is waited for except, once, a pair lock when
- * may_wait_pair and no pair is held.  Otherwise (dispatch_attempt) locks are waited for.
+ * (see the locking protocol in reservation.c).  from_queue: the request came from a
+ * queue scan: it is skipped (false returned, nothing written) when another transaction
+ * holds its step, row or execution, or when it is no longer ready; nothing is waited
+ * for.  cache: the batch's fleet cache, or NULL to read the fleet afresh.
  */
 extern bool sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at,
-								   bool from_queue, bool may_wait_pair,
-								   SchedFleetCache *cache, SchedDispatchResult *res);
+								   bool from_queue, SchedFleetCache *cache,
+								   SchedDispatchResult *res);
 
 /* Fills a sched.dispatch_result row (values/nulls of 8) from res. */
 extern void sched_dispatch_result_values(const SchedDispatchResult *res, Datum *values, bool *nulls);

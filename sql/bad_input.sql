@@ -29,31 +29,27 @@ END $$;
 CREATE FUNCTION pg_temp.names(result text, param text) RETURNS boolean
 LANGUAGE sql AS $$ SELECT CASE WHEN param IS NOT NULL THEN strpos(result, '"' || param || '"') > 0 END $$;
 
--- every table of the schema: row count and digest of all row contents; sequences
+-- every table of the schema (found in the catalog, so a new table is covered too): row
+-- count and digest of all row contents; every sequence: last_value and is_called
 CREATE FUNCTION pg_temp.snapshot() RETURNS TABLE (object text, n bigint, digest text)
-LANGUAGE sql AS $$
-    SELECT 'node', count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM sched.node t
-    UNION ALL
-    SELECT 'worker', count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM sched.worker t
-    UNION ALL
-    SELECT 'tenant', count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM sched.tenant t
-    UNION ALL
-    SELECT 'execution', count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM sched.execution t
-    UNION ALL
-    SELECT 'request', count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM sched.request t
-    UNION ALL
-    SELECT 'attempt', count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM sched.attempt t
-    UNION ALL
-    SELECT 'command', count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM sched.command t
-    UNION ALL
-    SELECT 'timeline', count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM sched.timeline t
-    UNION ALL
-    SELECT 'request_id_seq', last_value, is_called::text FROM sched.request_id_seq
-    UNION ALL
-    SELECT 'command_id_seq', last_value, is_called::text FROM sched.command_id_seq
-    UNION ALL
-    SELECT 'timeline_id_seq', last_value, is_called::text FROM sched.timeline_id_seq
-$$;
+LANGUAGE plpgsql AS $$
+DECLARE
+    rel record;
+BEGIN
+    FOR rel IN SELECT c.relname, c.relkind FROM pg_class c
+                WHERE c.relnamespace = 'sched'::regnamespace AND c.relkind IN ('r', 'S')
+                ORDER BY c.relname
+    LOOP
+        object := rel.relname;
+        IF rel.relkind = 'r' THEN
+            EXECUTE format($f$SELECT count(*), md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), ''))
+                                FROM sched.%I t$f$, rel.relname) INTO n, digest;
+        ELSE
+            EXECUTE format('SELECT last_value, is_called::text FROM sched.%I', rel.relname) INTO n, digest;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END $$;
 
 -- ---------------------------------------------------------------------------------
 -- Fixture: nodes n1 (one live attempt reserving 1000 cpu millis) and n2, workers W1 (on

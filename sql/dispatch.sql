@@ -239,19 +239,28 @@ SELECT q.label FROM sched.claim_requests(10, capability => 'render',
     at => '2024-01-01 12:10:07+00') c JOIN reqs q USING (request_id) ORDER BY q.label;
 ROLLBACK;
 
--- execution X3 finishes as SUCCEEDED.  complete_execution needs no pending request and
--- no live attempt; with issue 2's functions alone (no finish_attempt yet) an execution
--- that ever had a request cannot get there, so the closed state is set directly here.
+-- execution X3 ends as SUCCEEDED: its one attempt (S0) starts and succeeds (which releases
+-- its reservation), then complete_execution closes it
+INSERT INTO reqs SELECT 'S0', sched.submit('e5000000-0000-0000-0000-000000000003',
+    '56000000-0000-0000-0000-0000000000d0', 'render', '1.0', reserve_cpu_millis => 500,
+    available_at => '2024-01-01 12:10:00+00');
+-- (d1's two slots are taken: d2, 90,000)
+SELECT outcome, node_id, score FROM pg_temp.dispatch('S0', 'S0', NULL, '2024-01-01 12:10:07+00');
+SELECT node_id, reserved_cpu_millis, live_attempts FROM sched.node WHERE node_id = 'd2';
+SELECT sched.start_attempt((r).attempt_id, 1, '2024-01-01 12:10:07+00') IS NOT NULL AS started
+  FROM results WHERE label = 'S0';
+SELECT sched.finish_attempt((r).attempt_id, 1, 'SUCCEEDED', NULL, '2024-01-01 12:10:08+00')
+  FROM results WHERE label = 'S0';
+SELECT node_id, reserved_cpu_millis, live_attempts FROM sched.node WHERE node_id = 'd2';
+SELECT sched.complete_execution('e5000000-0000-0000-0000-000000000003', '2024-01-01 12:10:08+00');
+SELECT status, finished_at FROM sched.execution WHERE execution_id = 'e5000000-0000-0000-0000-000000000003';
+-- a request submitted into the completed execution: EXECUTION_CLOSED, then CANCELLED
 INSERT INTO reqs SELECT 'S1', sched.submit('e5000000-0000-0000-0000-000000000003',
-    '56000000-0000-0000-0000-0000000000d1', 'render', '1.0', available_at => '2024-01-01 12:10:00+00');
-UPDATE sched.execution SET status = 'SUCCEEDED', finished_at = '2024-01-01 12:10:08+00'
- WHERE execution_id = 'e5000000-0000-0000-0000-000000000003';
--- a request of the closed execution, and one submitted after it closed
+    '56000000-0000-0000-0000-0000000000d1', 'render', '1.0', available_at => '2024-01-01 12:10:09+00');
+SELECT label, state FROM pg_temp.requests('{S1}');
 SELECT * FROM pg_temp.dispatch('S1', 'S1', NULL, '2024-01-01 12:10:09+00');
-INSERT INTO reqs SELECT 'S2', sched.submit('e5000000-0000-0000-0000-000000000003',
-    '56000000-0000-0000-0000-0000000000d2', 'render', '1.0', available_at => '2024-01-01 12:10:10+00');
-SELECT * FROM pg_temp.dispatch('S2', 'S2', NULL, '2024-01-01 12:10:11+00');
-SELECT label, state, has_attempt FROM pg_temp.requests('{S1,S2}');
+SELECT outcome FROM pg_temp.dispatch('S1b', 'S1', NULL, '2024-01-01 12:10:10+00');
+SELECT label, state, has_attempt FROM pg_temp.requests('{S0,S1}');
 SELECT * FROM pg_temp.counts();
 -- complete_execution on SUCCEEDED is harmless; cancel_execution on it is refused
 SELECT sched.complete_execution('e5000000-0000-0000-0000-000000000003', '2024-01-01 12:10:12+00');

@@ -329,13 +329,14 @@ BEGIN
 END
 $$;
 
+/* The one error for an unknown id: 42704, naming the parameter that carried it. */
 CREATE FUNCTION sched._unknown(kind text, id text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RAISE EXCEPTION '% "%" does not exist', kind, id
+    RAISE EXCEPTION '% "%" does not exist (parameter "%_id")', kind, id, kind
         USING ERRCODE = 'undefined_object';
 END
 $$;

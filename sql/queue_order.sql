@@ -285,7 +285,7 @@ ROLLBACK;
 
 -- ---------------------------------------------------------------------------------
 -- I. Claims.  k1..k3 queued in that order.  A claim holds its requests until
--- claimed_until (exclusive); other claimers and dispatch_next pass them over;
+-- claimed_until; other claimers and dispatch_next pass them over;
 -- dispatch_attempt with another claim (foreign, or the request's former claim: stale)
 -- answers NOT_CLAIMED and changes nothing.  An expired claim returns the request to the
 -- queue: the next claim_requests takes it, or reap_expired puts it back to PENDING.
@@ -310,44 +310,44 @@ SELECT q.name, r.state, r.claimed_until, r.claim_id = c.claim_id AS held_by_its_
  ORDER BY q.name;
 SELECT * FROM pg_temp.dispatch(5, '2024-03-01 12:00:10+00');
 -- foreign claim, another live claim, no claim at all: NOT_CLAIMED
-SELECT outcome, detail FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k1'),
+SELECT outcome FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k1'),
     '00000000-0000-0000-0000-00000000dead', '2024-03-01 12:00:10+00');
 SELECT outcome FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k1'),
     (SELECT claim_id FROM claims WHERE claim = 'c2'), '2024-03-01 12:00:10+00');
-SELECT outcome, detail FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k1'),
+SELECT outcome FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k1'),
     NULL, '2024-03-01 12:00:10+00');
 SELECT q.name, r.state, r.tries, r.last_reason FROM req q JOIN sched.request r USING (request_id)
  WHERE q.name = 'k1';
 -- the holder dispatches
 SELECT outcome, node_id FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k1'),
     (SELECT claim_id FROM claims WHERE name = 'k1'), '2024-03-01 12:00:10+00');
--- T0+30: c1 expired (claimed_until <= at); a new claim c3 takes k2 back; k3 (c2, until
--- T0+40) is still held
+-- T0+31: c1 has expired (at T0+30); a new claim c3 takes k2 back; k3 (c2, until T0+40)
+-- is still held
 INSERT INTO claims SELECT 'c3', q.name, c.claim_id, c.claimed_until
-  FROM sched.claim_requests(5, '30 s', at => '2024-03-01 12:00:30+00') WITH ORDINALITY c
+  FROM sched.claim_requests(5, '30 s', at => '2024-03-01 12:00:31+00') WITH ORDINALITY c
   JOIN req q USING (request_id) ORDER BY c.ordinality;
 SELECT claim, name, claimed_until FROM claims WHERE claim = 'c3';
 -- stale claim c1 on k2: NOT_CLAIMED; its new holder c3 dispatches
 SELECT outcome FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k2'),
-    (SELECT claim_id FROM claims WHERE claim = 'c1' AND name = 'k2'), '2024-03-01 12:00:31+00');
+    (SELECT claim_id FROM claims WHERE claim = 'c1' AND name = 'k2'), '2024-03-01 12:00:32+00');
 SELECT outcome, node_id FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k2'),
-    (SELECT claim_id FROM claims WHERE claim = 'c3'), '2024-03-01 12:00:31+00');
--- T0+40: c2 expired; its holder is too late: NOT_CLAIMED, the request is untouched
+    (SELECT claim_id FROM claims WHERE claim = 'c3'), '2024-03-01 12:00:32+00');
+-- T0+41: c2 has expired; its holder is too late: NOT_CLAIMED, the request is untouched
 SELECT outcome FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k3'),
-    (SELECT claim_id FROM claims WHERE claim = 'c2'), '2024-03-01 12:00:40+00');
+    (SELECT claim_id FROM claims WHERE claim = 'c2'), '2024-03-01 12:00:41+00');
 SELECT q.name, r.state, r.claimed_until FROM req q JOIN sched.request r USING (request_id)
  WHERE q.name = 'k3';
 -- reap_expired returns expired claims to PENDING (it reaps no attempt here: 0);
--- not yet at T0+39, at T0+40 it does
+-- not yet at T0+39, at T0+41 it does
 SELECT sched.reap_expired('2024-03-01 12:00:39+00') AS lost;
 SELECT q.name, r.state, r.claim_id IS NULL AS no_claim, r.claimed_until
   FROM req q JOIN sched.request r USING (request_id) WHERE q.name = 'k3';
-SELECT sched.reap_expired('2024-03-01 12:00:40+00') AS lost;
+SELECT sched.reap_expired('2024-03-01 12:00:41+00') AS lost;
 SELECT q.name, r.state, r.claim_id IS NULL AS no_claim, r.claimed_until
   FROM req q JOIN sched.request r USING (request_id) WHERE q.name = 'k3';
 SELECT outcome FROM sched.dispatch_attempt((SELECT request_id FROM req WHERE name = 'k3'),
-    (SELECT claim_id FROM claims WHERE claim = 'c2'), '2024-03-01 12:00:41+00');
-SELECT * FROM pg_temp.dispatch(5, '2024-03-01 12:00:41+00');
+    (SELECT claim_id FROM claims WHERE claim = 'c2'), '2024-03-01 12:00:42+00');
+SELECT * FROM pg_temp.dispatch(5, '2024-03-01 12:00:42+00');
 SELECT q.name, r.state FROM req q JOIN sched.request r USING (request_id) ORDER BY q.name;
 ROLLBACK;
 

@@ -4,11 +4,25 @@
  *
  * Reads take no locks (plain MVCC snapshot of the calling statement); only
  * sched_fleet_lock_pair() locks, FOR UPDATE of the worker and its node.
+ * sched_fleet_pair_locker() tells, without locking, whether another transaction holds
+ * either row, so that a dispatcher can pass over (or wait for) a busy pair without
+ * ending up holding one row of it: SKIP LOCKED on a join locks the rows it reaches
+ * before the one that is skipped, and keeps them.
  */
 #include "pg_sched.h"
 
+#include "access/heapam.h"
+#include "access/multixact.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "storage/bufmgr.h"
+#include "storage/itemptr.h"
+#include "storage/procarray.h"
 #include "utils/array.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
@@ -18,14 +32,15 @@ enum
 	FC_NODE_ID = 1, FC_MGMT, FC_LABELS, FC_CPU, FC_MEM, FC_GPUS, FC_WEIGHT,
 	FC_RES_CPU, FC_RES_MEM, FC_RES_GPUS, FC_NODE_LIVE,
 	FC_WORKER_ID, FC_RUNTIME, FC_SCHEDULING, FC_HEARTBEAT, FC_VERSIONS, FC_SLOTS,
-	FC_WORKER_LIVE, FC_GENERATION
+	FC_WORKER_LIVE, FC_GENERATION, FC_WORKER_TID, FC_NODE_TID
 };
 
 #define FLEET_COLUMNS \
 	"SELECT n.node_id, n.management_status, n.labels, n.cpu_millis, n.memory_mb, n.gpus, " \
 	"       n.weight, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, " \
 	"       n.live_attempts, w.worker_id, w.runtime_state, w.scheduling_status, " \
-	"       w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts, w.generation "
+	"       w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts, w.generation, " \
+	"       w.ctid, n.ctid "
 
 static SchedStatement fleet_capable = {
 	FLEET_COLUMNS
@@ -101,6 +116,7 @@ decode_row(int i, SchedFleetRow *r, bool with_labels)
 	c->reserved_memory_mb = sched_spi_int64(i, FC_RES_MEM);
 	c->reserved_gpus = sched_spi_int64(i, FC_RES_GPUS);
 	c->node_live_attempts = (int32) sched_spi_int64(i, FC_NODE_LIVE);
+	r->node_tid = *((ItemPointer) DatumGetPointer(sched_spi_get(i, FC_NODE_TID, &isnull)));
 
 	d = sched_spi_get(i, FC_WORKER_ID, &isnull);
 	c->has_worker = !isnull;
@@ -133,6 +149,7 @@ decode_row(int i, SchedFleetRow *r, bool with_labels)
 	c->slots = (int32) sched_spi_int64(i, FC_SLOTS);
 	c->worker_live_attempts = (int32) sched_spi_int64(i, FC_WORKER_LIVE);
 	r->generation = sched_spi_int64(i, FC_GENERATION);
+	r->worker_tid = *((ItemPointer) DatumGetPointer(sched_spi_get(i, FC_WORKER_TID, &isnull)));
 }
 
 void
@@ -230,6 +247,73 @@ sched_fleet_cache_update(SchedFleetCache *cache, const SchedFleetRow *fresh)
 			}
 		}
 	}
+}
+
+/*
+ * Another in-progress transaction that holds a lock on (or is updating) the row version
+ * at tid of relation sched.<relname>, or InvalidTransactionId.  Reads the tuple's xmax
+ * (members of a MultiXact too) without taking any row lock.
+ */
+static TransactionId
+row_locker(const char *relname, ItemPointer tid)
+{
+	Oid			relid = get_relname_relid(relname, get_namespace_oid("sched", false));
+	Relation	rel;
+	HeapTupleData tuple;
+	Buffer		buf;
+	TransactionId result = InvalidTransactionId;
+	TransactionId xmax;
+	uint16		infomask;
+
+	if (!ItemPointerIsValid(tid))
+		return InvalidTransactionId;
+	rel = table_open(relid, AccessShareLock);
+	tuple.t_self = *tid;
+	if (!heap_fetch(rel, SnapshotAny, &tuple, &buf, true))
+	{
+		if (BufferIsValid(buf))
+			ReleaseBuffer(buf);
+		table_close(rel, AccessShareLock);
+		return InvalidTransactionId;
+	}
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	infomask = tuple.t_data->t_infomask;
+	xmax = HeapTupleHeaderGetRawXmax(tuple.t_data);
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	ReleaseBuffer(buf);
+	table_close(rel, AccessShareLock);
+
+	if (infomask & HEAP_XMAX_INVALID)
+		return InvalidTransactionId;
+	if (infomask & HEAP_XMAX_IS_MULTI)
+	{
+		MultiXactMember *members;
+		int			n = GetMultiXactIdMembers(xmax, &members, false,
+											  HEAP_XMAX_IS_LOCKED_ONLY(infomask));
+		int			i;
+
+		for (i = 0; i < n && !TransactionIdIsValid(result); i++)
+			if (!TransactionIdIsCurrentTransactionId(members[i].xid) &&
+				TransactionIdIsInProgress(members[i].xid))
+				result = members[i].xid;
+		if (n > 0)
+			pfree(members);
+		return result;
+	}
+	if (TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
+		TransactionIdIsInProgress(xmax))
+		return xmax;
+	return InvalidTransactionId;
+}
+
+TransactionId
+sched_fleet_pair_locker(const SchedFleetRow *row)
+{
+	TransactionId xid = row_locker("worker", (ItemPointer) &row->worker_tid);
+
+	if (!TransactionIdIsValid(xid))
+		xid = row_locker("node", (ItemPointer) &row->node_tid);
+	return xid;
 }
 
 bool

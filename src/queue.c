@@ -415,7 +415,6 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 	int			scanned = 0;
 	MemoryContext per_request;
 	MemoryContext outer;
-	bool		holds_pair = false;
 	SchedFleetCache cache = {0};
 
 	sched_check_not_null(fcinfo, 3, "at");
@@ -441,19 +440,16 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 			break;
 		scanned++;
 		MemoryContextSwitchTo(per_request);
-		if (sched_dispatch_request(id, NULL, at, true, !holds_pair, &cache, &res))
+		if (sched_dispatch_request(id, NULL, at, true, &cache, &res))
 		{
 			sched_dispatch_result_values(&res, values, nulls);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 			if (strcmp(res.outcome, "DISPATCHED") == 0)
 			{
 				dispatched++;
-				holds_pair = true;
 				if (t != NULL)
 					t->live++;
 			}
-			else if (res.conflicts > 0)
-				holds_pair = true;	/* a refused pair stays locked */
 		}
 		MemoryContextSwitchTo(outer);
 		MemoryContextReset(per_request);

@@ -13,13 +13,19 @@
  *      parallel; cancel and complete: FOR UPDATE);
  *   5. the worker row, then its node row (FOR UPDATE OF both in one statement).
  *
- * Worker/node pairs are the contended resource.  A dispatch first tries candidates in
- * rank order with SKIP LOCKED; a pair held by another transaction is skipped, and the
- * next candidate is tried.  Only when it holds no pair lock at all (nothing was locked
- * in that first pass) and the caller allows waiting does it wait for the best skipped
- * pair, once: a dispatcher therefore never waits for a pair while holding another, so
- * two dispatchers cannot deadlock on pairs.  Waiting is what lets a dispatch observe a
- * concurrent drain, cordon, re-registration or reservation and refuse the pair.
+ * Worker/node pairs are the contended resource.  A dispatch tries candidates in rank
+ * order; a pair whose worker or node row another transaction holds is passed over
+ * without locking either row (sched_fleet_pair_locker reads the rows' lockers), so a
+ * dispatcher never ends up holding one row of a pair it did not take.  Waiting is
+ * allowed only to a dispatch_attempt that is the first dispatch of its transaction, and
+ * only for locks 1, 2 and 4 and, when every admissible pair was busy, for the end of
+ * the transaction holding the best one (XactLockTableWait: no row of the pair is held
+ * while waiting); then the busy pairs are tried once more.  Once a transaction holds
+ * a step lock or a pair it never waits again: later dispatches in it, and every
+ * dispatch of a queue scan (dispatch_next), pass busy steps, requests, executions and
+ * pairs over.  So two dispatching transactions cannot wait for each other in a cycle,
+ * whatever order they dispatch in, and an operator's transaction that drains, cordons
+ * or heartbeats is never waited for by a dispatcher that holds rows it needs.
  *
  * Under the pair lock every admission rule is evaluated again on the freshly read rows
  * (the same sched_admission() that selection used), and the worker's generation must
@@ -39,7 +45,9 @@
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(sched_dispatch_attempt);
@@ -56,6 +64,31 @@ static SchedStatement execution_share = {
 	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 FOR SHARE",
 	1, {UUIDOID}
 };
+
+static SchedStatement execution_share_skip = {
+	"SELECT e.status FROM sched.execution e "
+	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 FOR SHARE SKIP LOCKED",
+	1, {UUIDOID}
+};
+
+/*
+ * The local transaction in which this backend last took a dispatch lock (a step lock or
+ * a pair).  While it is the current one, the transaction holds dispatch locks and must
+ * not wait for any other: see "never waits for a lock ... while it holds" above.
+ */
+static LocalTransactionId dispatch_lxid = InvalidLocalTransactionId;
+
+static bool
+xact_holds_dispatch_locks(void)
+{
+	return dispatch_lxid == MyProc->lxid;
+}
+
+static void
+note_dispatch_lock(void)
+{
+	dispatch_lxid = MyProc->lxid;
+}
 
 static SchedStatement request_cancel = {
 	"UPDATE sched.request SET state = 'CANCELLED', claim_id = NULL, claimed_until = NULL "
@@ -155,7 +188,10 @@ lock_step(const pg_uuid_t *step_id, int32 attempt_number, bool wait)
 	int64		key = step_lock_key(step_id, attempt_number);
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) key >> 32), (uint32) key, 1);
-	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+	if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	note_dispatch_lock();
+	return true;
 }
 
 static bool
@@ -291,16 +327,27 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 }
 
 /* Locks pair `seen` and re-checks it; true when it still admits the request. */
+/*
+ * Locks pair `seen` unless another transaction holds either of its rows (then *locker is
+ * that transaction and nothing is locked), and re-checks it on the fresh rows; true when
+ * it still admits the request.  *locked tells whether the pair is now locked by us.
+ */
 static bool
-lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen, bool skip_locked,
-				 SchedFleetCache *cache, bool *locked, SchedFleetRow *fresh)
+lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen,
+				 SchedFleetCache *cache, bool *locked, TransactionId *locker,
+				 SchedFleetRow *fresh)
 {
 	pg_uuid_t	worker_id = seen->worker_id;
 	int64		seen_generation = seen->generation;
 
-	*locked = sched_fleet_lock_pair(&worker_id, skip_locked, fresh);
-	if (!*locked)
+	*locked = false;
+	*locker = sched_fleet_pair_locker(seen);
+	if (TransactionIdIsValid(*locker))
 		return false;
+	*locked = sched_fleet_lock_pair(&worker_id, true, fresh);
+	if (!*locked)
+		return false;			/* locked since the check; it may hold the worker row */
+	note_dispatch_lock();
 	sched_fleet_cache_update(cache, fresh);
 	if (fresh->generation != seen_generation)
 		return false;
@@ -373,6 +420,23 @@ rank_avoid_last(SchedRanked *ranked, int n, const char *avoid_node_id)
 		}
 }
 
+/*
+ * The step, request or execution is held by another transaction and this dispatch may
+ * not wait: a queue scan passes the request over (false); dispatch_attempt answers
+ * UNSCHEDULABLE without changing anything.
+ */
+static bool
+busy(bool from_queue, SchedDispatchResult *res)
+{
+	if (from_queue)
+		return false;
+	set_outcome(res, "UNSCHEDULABLE",
+				pstrdup("the request is being dispatched, claimed or closed by another "
+						"transaction, and this transaction already holds dispatch locks: "
+						"nothing changed; try again after commit"));
+	return true;
+}
+
 /* A queued request that is no longer ready (dispatched, cancelled, backed off, or
  * claimed by a live claim since the queue scan read it) is not tried. */
 static bool
@@ -387,7 +451,7 @@ still_ready(const SchedRequestRow *req, TimestampTz at)
 
 bool
 sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at,
-					   bool from_queue, bool may_wait_pair, SchedFleetCache *cache,
+					   bool from_queue, SchedFleetCache *cache,
 					   SchedDispatchResult *res)
 {
 	Datum		v[2];
@@ -397,14 +461,17 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 	SchedRequestRow req;
 	SchedPlacementArgs args;
 	char	   *status;
+
 	SchedFleet	local;
 	SchedFleet *fleet = &local;
 	SchedRanked *ranked;
 	int			n;
 	int			i;
 	int		   *skipped;
+	TransactionId *lockers;
 	int			nskipped = 0;
 	bool		holds_pair = false;
+	bool		may_wait;
 
 	memset(res, 0, sizeof(*res));
 	res->request_id = request_id;
@@ -414,25 +481,25 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("request " INT64_FORMAT " does not exist", request_id)));
+				 errmsg("request \"" INT64_FORMAT "\" does not exist (parameter \"request_id\")", request_id)));
 	step_id = *DatumGetUUIDP(sched_spi_get(0, 1, &isnull));
 	attempt_number = (int32) sched_spi_int64(0, 2);
 
+	/*
+	 * Waits are allowed only to a dispatch_attempt that is the first dispatch of its
+	 * transaction; a queue scan, or a transaction that already holds dispatch locks,
+	 * never waits (a busy step, request or execution is passed over).
+	 */
+	may_wait = !from_queue && !xact_holds_dispatch_locks();
+
 	/* 1. the step's advisory lock; 2. the request row */
-	if (!lock_step(&step_id, attempt_number, !from_queue))
-		return false;
-	if (!sched_request_load(request_id, from_queue ? SCHED_LOCK_SKIP : SCHED_LOCK_WAIT,
+	if (!lock_step(&step_id, attempt_number, may_wait) ||
+		!sched_request_load(request_id, may_wait ? SCHED_LOCK_WAIT : SCHED_LOCK_SKIP,
 							at, &args, &req))
-	{
-		if (from_queue)
-			return false;
-		elog(ERROR, "pg_sched: request " INT64_FORMAT " vanished", request_id);
-	}
+		return busy(from_queue, res);
 	if (from_queue && !still_ready(&req, at))
 		return false;
 
-	if (strcmp(req.state, "DISPATCHED") == 0 && return_existing(&req, res))
-		return true;
 	if (strcmp(req.state, "CANCELLED") == 0)
 	{
 		set_outcome(res, "CANCELLED", pstrdup("the request was cancelled"));
@@ -444,7 +511,8 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 			!same_uuid(&req.claim_id, claim_id))
 		{
 			set_outcome(res, "NOT_CLAIMED",
-						psprintf("claim %s does not hold the request", sched_uuid_out(claim_id)));
+						psprintf("claim %s does not hold the request (it is %s)",
+								 sched_uuid_out(claim_id), req.state));
 			return true;
 		}
 		if (req.claimed_until <= at)
@@ -465,15 +533,20 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 
 	/* 4. the execution, shared: refuse closed ones */
 	v[0] = UUIDPGetDatum(&req.execution_id);
-	sched_spi_exec(&execution_share, v, NULL, false, 1, SPI_OK_SELECT);
+	sched_spi_exec(may_wait ? &execution_share : &execution_share_skip, v, NULL, false, 1,
+				   SPI_OK_SELECT);
 	if (SPI_processed == 0)
-		elog(ERROR, "pg_sched: execution of request " INT64_FORMAT " is missing", request_id);
+		return busy(from_queue, res);	/* locked by cancel/complete (it exists: FK) */
 	status = sched_spi_text(0, 1);
 	if (strcmp(status, "CREATED") != 0 && strcmp(status, "QUEUED") != 0 &&
 		strcmp(status, "RUNNING") != 0)
 	{
-		v[0] = Int64GetDatum(request_id);
-		sched_spi_exec(&request_cancel, v, NULL, false, 0, SPI_OK_UPDATE);
+		/* a closed execution dispatches nothing more: its open request is cancelled */
+		if (strcmp(req.state, "DISPATCHED") != 0)
+		{
+			v[0] = Int64GetDatum(request_id);
+			sched_spi_exec(&request_cancel, v, NULL, false, 0, SPI_OK_UPDATE);
+		}
 		set_outcome(res, "EXECUTION_CLOSED",
 					psprintf("execution %s is %s", sched_uuid_out(&req.execution_id), status));
 		return true;
@@ -492,37 +565,53 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 	ranked = sched_fleet_rank(&args.p, fleet, &n);
 	rank_avoid_last(ranked, n, req.avoid_node_id);
 	skipped = palloc(sizeof(int) * Max(n, 1));
+	lockers = palloc(sizeof(TransactionId) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
 		SchedFleetRow fresh;
 		bool		locked;
+		TransactionId locker;
 
-		if (lock_and_recheck(&args, &fleet->rows[ranked[i].index], true, cache, &locked, &fresh))
+		if (lock_and_recheck(&args, &fleet->rows[ranked[i].index], cache, &locked, &locker,
+							 &fresh))
 		{
 			reserve(&req, &args, &fresh, cache, res);
 			return true;
 		}
+		res->conflicts++;
 		if (locked)
 			holds_pair = true;
-		else
+		else if (TransactionIdIsValid(locker))
+		{
+			lockers[nskipped] = locker;
 			skipped[nskipped++] = i;
-		res->conflicts++;
-	}
-	for (i = 0; i < nskipped; i++)
-	{
-		SchedFleetRow fresh;
-		bool		locked;
-		bool		wait = may_wait_pair && !holds_pair;
-
-		if (lock_and_recheck(&args, &fleet->rows[ranked[skipped[i]].index], !wait, cache,
-							 &locked, &fresh))
-		{
-			reserve(&req, &args, &fresh, cache, res);
-			return true;
 		}
-		if (locked)
-			holds_pair = true;
-		res->conflicts++;
+		else
+			holds_pair = true;	/* the skip-locked join may have kept the worker row */
+	}
+
+	/*
+	 * Every admissible pair was busy.  Holding no pair, a first dispatch waits for the
+	 * transaction that holds the best one to end (holding no row of that pair), then
+	 * tries the busy pairs once more: this is where a concurrent drain, cordon,
+	 * re-registration or reservation is seen and the pair refused.
+	 */
+	if (nskipped > 0 && may_wait && !holds_pair)
+	{
+		XactLockTableWait(lockers[0], NULL, NULL, XLTW_None);
+		for (i = 0; i < nskipped; i++)
+		{
+			SchedFleetRow fresh;
+			bool		locked;
+			TransactionId locker;
+
+			if (lock_and_recheck(&args, &fleet->rows[ranked[skipped[i]].index], cache,
+								 &locked, &locker, &fresh))
+			{
+				reserve(&req, &args, &fresh, cache, res);
+				return true;
+			}
+		}
 	}
 
 	leave_queued(&req, &args, res->conflicts, cache, res);
@@ -580,7 +669,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	(void) sched_dispatch_request(PG_GETARG_INT64(0), PG_ARGISNULL(1) ? NULL : &claim,
-								  PG_GETARG_TIMESTAMPTZ(2), false, true, NULL, &res);
+								  PG_GETARG_TIMESTAMPTZ(2), false, NULL, &res);
 	sched_dispatch_result_values(&res, values, nulls);
 	/* the tuple is formed in SPI's memory and copied out before SPI_finish frees it */
 	tuple = heap_form_tuple(tupdesc, values, nulls);

@@ -160,7 +160,7 @@ sched_qualification_reasons_for_request(PG_FUNCTION_ARGS)
 	if (!sched_request_load(request_id, SCHED_LOCK_NONE, PG_GETARG_TIMESTAMPTZ(1), &args, NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("request " INT64_FORMAT " does not exist", request_id)));
+				 errmsg("request \"" INT64_FORMAT "\" does not exist (parameter \"request_id\")", request_id)));
 	emit_qualification(fcinfo, &args);
 	SPI_finish();
 	return (Datum) 0;

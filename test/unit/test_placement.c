@@ -353,26 +353,30 @@ ref_check_pair(const SchedPlacement *p, const SchedCandidate *c, const int64_t a
 	char		g[400],
 				w[400];		/* the longest set formats to about 330 bytes */
 
-	ref_format_set(got, g, sizeof g);
-	ref_format_set(want, w, sizeof w);
+	g[0] = w[0] = '\0';
 	if (got != want)
 	{
+		ref_format_set(got, g, sizeof g);
+		ref_format_set(want, w, sizeof w);
 		snprintf(msg, cap, "sched_admission = %s, SPEC reference = %s", g, w);
 		return 0;
 	}
 	if ((got & ~REF_ALL_REASONS) != 0)
 	{
+		ref_format_set(got, g, sizeof g);
 		snprintf(msg, cap, "reason set has bits beyond SCHED_R_COUNT: %s", g);
 		return 0;
 	}
 	if ((got == 0) != (ref_admitted(p, c) != 0))
 	{
+		ref_format_set(got, g, sizeof g);
 		snprintf(msg, cap, "admitted (empty set) = %d but every rule passes = %d (%s)",
 				 got == 0, ref_admitted(p, c), g);
 		return 0;
 	}
 	if ((got & REF_BIT(SCHED_R_CAPABILITY_MISSING)) && (got & REF_WORKER_REASONS))
 	{
+		ref_format_set(got, g, sizeof g);
 		snprintf(msg, cap, "worker reason listed with capability_missing: %s", g);
 		return 0;
 	}
@@ -380,6 +384,7 @@ ref_check_pair(const SchedPlacement *p, const SchedCandidate *c, const int64_t a
 		((got & REF_BIT(SCHED_R_INSUFFICIENT_MEMORY)) && (got & REF_BIT(SCHED_R_MEMORY_EXHAUSTED))) ||
 		((got & REF_BIT(SCHED_R_INSUFFICIENT_GPUS)) && (got & REF_BIT(SCHED_R_GPUS_EXHAUSTED))))
 	{
+		ref_format_set(got, g, sizeof g);
 		snprintf(msg, cap, "*_exhausted listed with the matching insufficient_*: %s", g);
 		return 0;
 	}
@@ -399,6 +404,7 @@ ref_check_pair(const SchedPlacement *p, const SchedCandidate *c, const int64_t a
 	got2 = sched_admission(p, &c2);
 	if ((got2 & REF_STATIC_REASONS) != (got & REF_STATIC_REASONS))
 	{
+		ref_format_set(got, g, sizeof g);
 		ref_format_set(got2, w, sizeof w);
 		snprintf(msg, cap, "static reasons changed with transient inputs: %s -> %s", g, w);
 		return 0;
@@ -488,9 +494,11 @@ ref_check_summary(int nodes, int eligible, const int counts[SCHED_R_COUNT], char
 {
 	char		want[1024];
 	char		got[1100];
+	char		canary[1100];
 	size_t		wlen = ref_summary(want, sizeof want, nodes, eligible, counts);
 	size_t		c;
 
+	memset(canary, '#', sizeof canary);
 	if (wlen >= sizeof want)
 	{
 		snprintf(msg, cap, "reference summary too long");
@@ -516,12 +524,13 @@ ref_check_summary(int nodes, int eligible, const int counts[SCHED_R_COUNT], char
 			snprintf(msg, cap, "cap %zu: buffer is not the first %zu bytes of \"%.700s\" + NUL", c, keep, want);
 			return 0;
 		}
-		for (k = c; k < sizeof got; k++)
-			if (got[k] != '#')
-			{
-				snprintf(msg, cap, "cap %zu: byte %zu written past the buffer", c, k);
-				return 0;
-			}
+		if (memcmp(got + c, canary, sizeof got - c) != 0)
+		{
+			for (k = c; k < sizeof got && got[k] == '#'; k++)
+				;
+			snprintf(msg, cap, "cap %zu: byte %zu written past the buffer", c, k);
+			return 0;
+		}
 	}
 	return 1;
 }
