@@ -39,6 +39,9 @@ all install installcheck:
 	@exit 1
 endif
 
+# PGXS does not track header dependencies: every object depends on every header.
+$(OBJS): $(wildcard include/*.h)
+
 .PHONY: test demo deps bench unit
 test demo deps bench:
 	@bash test/harness.sh $@

@@ -60,20 +60,20 @@ CREATE FUNCTION pg_temp.att(step text, n int DEFAULT 1) RETURNS uuid LANGUAGE sq
 CREATE FUNCTION pg_temp.req(step text, n int DEFAULT 1) RETURNS bigint LANGUAGE sql AS $$
     SELECT r.request_id FROM sched.request r JOIN steps s USING (step_id)
      WHERE s.name = step AND r.attempt_number = n $$;
-CREATE VIEW pg_temp.attempts AS
+CREATE TEMP VIEW attempts AS
 SELECT s.name AS step, a.attempt_number AS n, a.status, a.node_id, a.worker_generation AS gen,
        a.lease_version AS lv, a.dispatched_at, a.started_at, a.lease_expires_at, a.finished_at
   FROM sched.attempt a JOIN steps s USING (step_id);
-CREATE VIEW pg_temp.requests AS
+CREATE TEMP VIEW requests AS
 SELECT s.name AS step, r.attempt_number AS n, r.state, r.node_id AS pinned_to, r.queued_at,
        r.available_at, r.tries, r.last_reason
   FROM sched.request r JOIN steps s USING (step_id);
-CREATE VIEW pg_temp.fleet AS
+CREATE TEMP VIEW fleet AS
 SELECT n.node_id, n.reserved_cpu_millis AS cpu, n.reserved_memory_mb AS mem,
        n.live_attempts AS node_live, w.live_attempts AS worker_live, w.generation,
        w.scheduling_status
   FROM sched.node n JOIN sched.worker w USING (node_id);
-CREATE VIEW pg_temp.commands AS
+CREATE TEMP VIEW commands AS
 SELECT c.command_id, c.kind, s.name AS step, a.attempt_number AS n, c.worker_id = a.worker_id AS to_its_worker,
        c.worker_generation AS gen, c.lease_version AS lv, c.created_at, c.delivered_at
   FROM sched.command c JOIN sched.attempt a USING (attempt_id) JOIN steps s USING (step_id);

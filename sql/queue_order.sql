@@ -74,7 +74,7 @@ RETURNS TABLE (n bigint, name text, claimed_until timestamptz) LANGUAGE sql AS $
      ORDER BY c.n
 $$;
 -- the queue as stored: key relative to T0
-CREATE VIEW pg_temp.queue AS
+CREATE TEMP VIEW queue AS
 SELECT q.name, r.tenant, r.priority, r.queued_at, r.state,
        r.sort_key - extract(epoch FROM timestamptz '2024-03-01 12:00:00+00') AS key_vs_t0
   FROM req q JOIN sched.request r USING (request_id);
