@@ -179,7 +179,7 @@ extern void sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedR
 /* Ranking order: higher score first, then smaller node_id bytewise.  qsort comparator. */
 extern int	sched_ranked_cmp(const void *a, const void *b);
 
-/* Sorts ranked candidates best first (stable, total order: node_ids are unique). */
+/* Sorts ranked candidates best first (a total order: node_ids are unique). */
 extern void sched_rank(SchedRanked *ranked, int count);
 
 /*

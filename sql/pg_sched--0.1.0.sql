@@ -1142,8 +1142,8 @@ END
 $$;
 
 /*
- * poll_commands: the worker session's commands (START, CANCEL), oldest first, each
- * delivered once, only to the generation they were made for.  A stale generation is
+ * poll_commands: the worker session's commands (START, CANCEL) for its live attempts,
+ * oldest first, each delivered once, only to the generation they were made for.  A stale generation is
  * refused (55000).  Locks: the delivered command rows (SKIP LOCKED).
  */
 CREATE FUNCTION sched.poll_commands(
@@ -1176,18 +1176,25 @@ BEGIN
                   DETAIL = format('The current generation is %s.', current_generation);
     END IF;
 
+    -- commands of attempts that already ended (lost, failed, cancelled) are not
+    -- delivered: the worker could only be refused on them
     RETURN QUERY
     WITH next AS (
         SELECT c.command_id FROM sched.command c
+          JOIN sched.attempt a ON a.attempt_id = c.attempt_id
          WHERE c.worker_id = poll_commands.worker_id AND c.delivered_at IS NULL
            AND c.worker_generation = poll_commands.generation
+           AND a.status IN ('DISPATCHED', 'RUNNING')
          ORDER BY c.command_id
          LIMIT max
-         FOR UPDATE SKIP LOCKED
+         FOR UPDATE OF c SKIP LOCKED
+    ), delivered AS (
+        UPDATE sched.command c SET delivered_at = at
+          FROM next WHERE c.command_id = next.command_id
+        RETURNING c.command_id, c.kind, c.attempt_id, c.lease_version, c.request_id
     )
-    UPDATE sched.command c SET delivered_at = at
-      FROM next WHERE c.command_id = next.command_id
-    RETURNING c.command_id, c.kind, c.attempt_id, c.lease_version, c.request_id;
+    SELECT d.command_id, d.kind, d.attempt_id, d.lease_version, d.request_id
+      FROM delivered d ORDER BY d.command_id;
 END
 $$;
 

@@ -213,7 +213,7 @@ sched_format_summary(char *buf, size_t cap, int nodes, int eligible,
 
 #define APPEND(...) \
 	do { \
-		w = snprintf(buf + (len < cap ? len : cap), len < cap ? cap - len : 0, __VA_ARGS__); \
+		w = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0, __VA_ARGS__); \
 		if (w > 0) len += (size_t) w; \
 	} while (0)
 

@@ -242,6 +242,7 @@ for my $w (@writes)
 	isnt($rc, 0, "standby: $name fails");
 	like($err, qr/25006|read-only transaction/, "standby: $name fails with a read-only error")
 	  or diag($err);
+	note("standby: $name: " . ((grep { /ERROR/ } split /\n/, $err)[0] // ''));
 }
 # nothing changed: the standby still answers like the primary
 is($standby->safe_psql('postgres', "SELECT * FROM sched.pending($at)"), $on_primary{'pending(at)'},
