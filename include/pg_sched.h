@@ -220,9 +220,17 @@ typedef struct SchedDispatchResult
  * (see the locking protocol in reservation.c).  from_queue: the request came from a
  * queue scan: it is skipped (false returned, nothing written) when another transaction
  * holds its step, row or execution, or when it is no longer ready; nothing is waited
- * for.  cache: the batch's fleet cache, or NULL to read the fleet afresh.
+ * for.  cache: the batch's fleet cache, or NULL to read the fleet afresh.  key: the
+ * request's (step_id, attempt_number) when the caller read them already, else NULL.
  */
-extern bool sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at,
+typedef struct SchedStepKey
+{
+	pg_uuid_t	step_id;
+	int32		attempt_number;
+} SchedStepKey;
+
+extern bool sched_dispatch_request(int64 request_id, const SchedStepKey *key,
+								   const pg_uuid_t *claim_id, TimestampTz at,
 								   bool from_queue, SchedFleetCache *cache,
 								   SchedDispatchResult *res);
 

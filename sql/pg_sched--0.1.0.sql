@@ -146,15 +146,19 @@ CREATE INDEX request_age_idx ON sched.request (queued_at, request_id)
 CREATE INDEX request_claim_idx ON sched.request (claimed_until) WHERE state = 'CLAIMED';
 CREATE INDEX request_execution_idx ON sched.request (execution_id);
 
+-- attempt, command and timeline rows are written only by the reservation transaction
+-- and the lifecycle functions, which hold locks on the request, execution, worker and
+-- node they reference (none of which is ever deleted).  They carry no foreign keys:
+-- the referential checks would cost more than the rest of the reservation's writes.
 CREATE TABLE sched.attempt (
     attempt_id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-    request_id          bigint NOT NULL REFERENCES sched.request (request_id),
-    execution_id        uuid NOT NULL REFERENCES sched.execution (execution_id),
+    request_id          bigint NOT NULL,
+    execution_id        uuid NOT NULL,
     step_id             uuid NOT NULL,
     attempt_number      int NOT NULL,
     tenant              text COLLATE "C" NOT NULL,
-    node_id             text COLLATE "C" NOT NULL REFERENCES sched.node (node_id),
-    worker_id           uuid NOT NULL REFERENCES sched.worker (worker_id),
+    node_id             text COLLATE "C" NOT NULL,
+    worker_id           uuid NOT NULL,
     worker_generation   bigint NOT NULL,
     lease_version       bigint NOT NULL DEFAULT 1,
     status              text NOT NULL DEFAULT 'DISPATCHED'
@@ -183,10 +187,10 @@ CREATE SEQUENCE sched.command_id_seq;
 
 CREATE TABLE sched.command (
     command_id          bigint PRIMARY KEY DEFAULT nextval('sched.command_id_seq'),
-    worker_id           uuid NOT NULL REFERENCES sched.worker (worker_id),
+    worker_id           uuid NOT NULL,
     worker_generation   bigint NOT NULL,
     kind                text NOT NULL CONSTRAINT command_kind_valid CHECK (kind IN ('START', 'CANCEL')),
-    attempt_id          uuid NOT NULL REFERENCES sched.attempt (attempt_id),
+    attempt_id          uuid NOT NULL,
     lease_version       bigint NOT NULL,
     request_id          bigint NOT NULL,
     created_at          timestamptz NOT NULL,
@@ -200,7 +204,7 @@ CREATE SEQUENCE sched.timeline_id_seq;
 
 CREATE TABLE sched.timeline (
     timeline_id     bigint PRIMARY KEY DEFAULT nextval('sched.timeline_id_seq'),
-    execution_id    uuid NOT NULL REFERENCES sched.execution (execution_id),
+    execution_id    uuid NOT NULL,
     milestone_key   text NOT NULL,
     stage           text NOT NULL,
     step_id         uuid,

@@ -37,7 +37,7 @@ PG_FUNCTION_INFO_V1(sched_dispatch_next);
 	" AND (r.state OPERATOR(pg_catalog.=) 'PENDING' OR r.claimed_until OPERATOR(pg_catalog.<=) " at ") "
 
 static SchedStatement starving_batch = {
-	"SELECT r.request_id, r.tenant, r.queued_at FROM sched.request r "
+	"SELECT r.request_id, r.tenant, r.queued_at, r.step_id, r.attempt_number FROM sched.request r "
 	" WHERE " READY("$4")
 	"   AND r.queued_at OPERATOR(pg_catalog.<) $1 "
 	"   AND (r.queued_at, r.request_id) > ($2, $3) "
@@ -48,7 +48,7 @@ static SchedStatement starving_batch = {
 };
 
 static SchedStatement tenant_batch = {
-	"SELECT r.request_id, r.sort_key, r.queued_at FROM sched.request r "
+	"SELECT r.request_id, r.sort_key, r.queued_at, r.step_id, r.attempt_number FROM sched.request r "
 	" WHERE " READY("$5")
 	"   AND r.tenant OPERATOR(pg_catalog.=) $1 "
 	"   AND (r.sort_key, r.queued_at, r.request_id) > ($2, $3, $4) "
@@ -105,6 +105,7 @@ typedef struct QueueTenant
 	int64		request_id;
 	/* the batch read and not yet handed out */
 	int64		buffer[QUEUE_BATCH];
+	SchedStepKey keys[QUEUE_BATCH];
 	int			buffered;
 	int			next;
 } QueueTenant;
@@ -120,6 +121,7 @@ typedef struct QueueScan
 	TimestampTz starving_queued_at;
 	int64		starving_request_id;
 	int64		starving_buffer[QUEUE_BATCH];
+	SchedStepKey starving_keys[QUEUE_BATCH];
 	char	   *starving_tenant[QUEUE_BATCH];
 	int			starving_buffered;
 	int			starving_next;
@@ -190,6 +192,8 @@ fetch_starving(QueueScan *q)
 	for (i = 0; i < SPI_processed; i++)
 	{
 		q->starving_buffer[i] = sched_spi_int64((int) i, 1);
+		q->starving_keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
+		q->starving_keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
 		q->starving_tenant[i] = sched_spi_text((int) i, 2);
 		q->starving_queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		q->starving_request_id = q->starving_buffer[i];
@@ -219,6 +223,8 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 	for (i = 0; i < SPI_processed; i++)
 	{
 		t->buffer[i] = sched_spi_int64((int) i, 1);
+		t->keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
+		t->keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
 		t->sort_key = DatumGetFloat8(sched_spi_get((int) i, 2, &isnull));
 		t->queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		t->request_id = t->buffer[i];
@@ -243,7 +249,7 @@ tenant_before(const QueueTenant *a, const QueueTenant *b)
  * tenant not in the list).
  */
 static int64
-queue_next(QueueScan *q, QueueTenant **tenant)
+queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key)
 {
 	*tenant = NULL;
 	for (;;)
@@ -256,6 +262,7 @@ queue_next(QueueScan *q, QueueTenant **tenant)
 			for (i = 0; i < q->ntenants; i++)
 				if (strcmp(q->tenants[i].name, q->starving_tenant[k]) == 0)
 					*tenant = &q->tenants[i];
+			*key = q->starving_keys[k];
 			return q->starving_buffer[k];
 		}
 		if (q->starving_exhausted)
@@ -285,6 +292,7 @@ queue_next(QueueScan *q, QueueTenant **tenant)
 			continue;
 		}
 		*tenant = best;
+		*key = best->keys[best->next];
 		return best->buffer[best->next++];
 	}
 }
@@ -360,7 +368,8 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	while (claimed < max_requests && scanned < max_requests * 4 + 64)
 	{
 		QueueTenant *t;
-		int64		id = queue_next(&q, &t);
+		SchedStepKey key;
+		int64		id = queue_next(&q, &t, &key);
 		Datum		v[3];
 
 		if (id < 0)
@@ -431,7 +440,8 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 	while (dispatched < max_dispatches && scanned < max_dispatches * 4 + 64)
 	{
 		QueueTenant *t;
-		int64		id = queue_next(&q, &t);
+		SchedStepKey key;
+		int64		id = queue_next(&q, &t, &key);
 		SchedDispatchResult res;
 		Datum		values[8];
 		bool		nulls[8];
@@ -440,7 +450,7 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 			break;
 		scanned++;
 		MemoryContextSwitchTo(per_request);
-		if (sched_dispatch_request(id, NULL, at, true, &cache, &res))
+		if (sched_dispatch_request(id, &key, NULL, at, true, &cache, &res))
 		{
 			sched_dispatch_result_values(&res, values, nulls);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

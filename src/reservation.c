@@ -59,16 +59,20 @@ static SchedStatement request_head = {
 	1, {INT8OID}
 };
 
+/* the execution (locked shared) and an attempt that already exists for the step */
+#define EXECUTION_AND_EXISTING \
+	"SELECT e.status, a.attempt_id, a.node_id, a.worker_id, a.lease_version, a.score " \
+	"  FROM sched.execution e " \
+	"  LEFT JOIN sched.attempt a ON a.step_id OPERATOR(pg_catalog.=) $2 " \
+	"                           AND a.attempt_number OPERATOR(pg_catalog.=) $3 " \
+	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 FOR SHARE OF e"
+
 static SchedStatement execution_share = {
-	"SELECT e.status FROM sched.execution e "
-	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 FOR SHARE",
-	1, {UUIDOID}
+	EXECUTION_AND_EXISTING, 3, {UUIDOID, UUIDOID, INT4OID}
 };
 
 static SchedStatement execution_share_skip = {
-	"SELECT e.status FROM sched.execution e "
-	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 FOR SHARE SKIP LOCKED",
-	1, {UUIDOID}
+	EXECUTION_AND_EXISTING " SKIP LOCKED", 3, {UUIDOID, UUIDOID, INT4OID}
 };
 
 /*
@@ -96,12 +100,6 @@ static SchedStatement request_cancel = {
 	1, {INT8OID}
 };
 
-static SchedStatement attempt_existing = {
-	"SELECT a.attempt_id, a.node_id, a.worker_id, a.lease_version, a.score "
-	"  FROM sched.attempt a "
-	" WHERE a.step_id OPERATOR(pg_catalog.=) $1 AND a.attempt_number OPERATOR(pg_catalog.=) $2",
-	2, {UUIDOID, INT4OID}
-};
 
 static SchedStatement request_dispatched = {
 	"UPDATE sched.request SET state = 'DISPATCHED', attempt_id = $2, claim_id = NULL, "
@@ -117,46 +115,53 @@ static SchedStatement request_waits = {
 	4, {INT8OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
 };
 
-static SchedStatement worker_reserve = {
-	"UPDATE sched.worker SET live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
-	" WHERE worker_id OPERATOR(pg_catalog.=) $1",
-	1, {UUIDOID}
-};
-
-static SchedStatement node_reserve = {
-	"UPDATE sched.node SET "
-	"       reserved_cpu_millis = reserved_cpu_millis OPERATOR(pg_catalog.+) $2, "
-	"       reserved_memory_mb = reserved_memory_mb OPERATOR(pg_catalog.+) $3, "
-	"       reserved_gpus = reserved_gpus OPERATOR(pg_catalog.+) $4, "
-	"       live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
-	" WHERE node_id OPERATOR(pg_catalog.=) $1",
-	4, {TEXTOID, INT4OID, INT8OID, INT4OID}
-};
-
-static SchedStatement attempt_insert = {
-	"INSERT INTO sched.attempt (request_id, execution_id, step_id, attempt_number, tenant, "
-	"       node_id, worker_id, worker_generation, lease_version, status, reserve_cpu_millis, "
-	"       reserve_memory_mb, reserve_gpus, score, dispatched_at, lease_expires_at) "
-	"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, 'DISPATCHED', $9, $10, $11, $12, $13, "
-	"        $13 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $14)) "
-	"RETURNING attempt_id",
-	14, {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID, UUIDOID, INT8OID,
-		INT4OID, INT8OID, INT4OID, INT8OID, TIMESTAMPTZOID, FLOAT8OID}
-};
-
-static SchedStatement command_start = {
-	"INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
-	"       request_id, created_at) VALUES ($1, $2, 'START', $3, 1, $4, $5)",
-	5, {UUIDOID, INT8OID, UUIDOID, INT8OID, TIMESTAMPTZOID}
-};
-
-static SchedStatement milestone_selected = {
-	"SELECT sched._milestone($1, 'step.worker.selected:' OPERATOR(pg_catalog.||) $2::text "
-	"       OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $3::text, 'SCHEDULING', $2, $3, $4, "
-	"       'SUCCEEDED', 'Scheduler', 'Node and worker selected', "
-	"       pg_catalog.jsonb_build_object('node_id', $5, 'worker_id', $6, 'score', $7, "
-	"                                     'request_id', $8), $9)",
-	9, {UUIDOID, UUIDOID, INT4OID, UUIDOID, TEXTOID, UUIDOID, INT8OID, INT8OID, TIMESTAMPTZOID}
+/*
+ * The reservation's writes, in one statement (one executor start instead of six): the
+ * worker's slot, the node's reservations, the attempt, its START command, the timeline
+ * milestone (idempotent) and the request's DISPATCHED state.  Foreign keys of the
+ * command to the attempt are checked at the end of the statement, when both exist.
+ */
+static SchedStatement reservation_writes = {
+	"WITH w AS ( "
+	"  UPDATE sched.worker SET live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
+	"   WHERE worker_id OPERATOR(pg_catalog.=) $7 RETURNING 1 "
+	"), n AS ( "
+	"  UPDATE sched.node SET "
+	"         reserved_cpu_millis = reserved_cpu_millis OPERATOR(pg_catalog.+) $9, "
+	"         reserved_memory_mb = reserved_memory_mb OPERATOR(pg_catalog.+) $10, "
+	"         reserved_gpus = reserved_gpus OPERATOR(pg_catalog.+) $11, "
+	"         live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
+	"   WHERE node_id OPERATOR(pg_catalog.=) $6 RETURNING 1 "
+	"), a AS ( "
+	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, "
+	"         tenant, node_id, worker_id, worker_generation, lease_version, status, "
+	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, "
+	"         lease_expires_at) "
+	"  VALUES ($15, $1, $2, $3, $4, $5, $6, $7, $8, 1, 'DISPATCHED', $9, $10, $11, $12, $13, "
+	"          $13 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $14)) "
+	"  RETURNING 1 "
+	"), c AS ( "
+	"  INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
+	"         request_id, created_at) VALUES ($7, $8, 'START', $15, 1, $1, $13) RETURNING 1 "
+	"), t AS ( "
+	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
+	"         attempt_id, state, component, title, detail, at) "
+	"  VALUES ($2, 'step.worker.selected:' OPERATOR(pg_catalog.||) $3::text "
+	"              OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $4::text, "
+	"          'SCHEDULING', $3, $4, $15, 'SUCCEEDED', 'Scheduler', 'Node and worker selected', "
+	"          pg_catalog.jsonb_build_object('node_id', $6, 'worker_id', $7, 'score', $12, "
+	"                                        'request_id', $1), $13) "
+	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
+	"), r AS ( "
+	"  UPDATE sched.request SET state = 'DISPATCHED', attempt_id = $15, claim_id = NULL, "
+	"         claimed_until = NULL, last_reason = NULL, tries = tries OPERATOR(pg_catalog.+) 1 "
+	"   WHERE request_id OPERATOR(pg_catalog.=) $1 RETURNING 1 "
+	") "
+	"SELECT (SELECT pg_catalog.count(*) FROM w) OPERATOR(pg_catalog.+) "
+	"       (SELECT pg_catalog.count(*) FROM n) OPERATOR(pg_catalog.+) "
+	"       (SELECT pg_catalog.count(*) FROM r)",
+	15, {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID, UUIDOID, INT8OID,
+		INT4OID, INT8OID, INT4OID, INT8OID, TIMESTAMPTZOID, FLOAT8OID, UUIDOID}
 };
 
 /* The key of the advisory lock on (step_id, attempt_number): 64 bits of a hash of the
@@ -207,26 +212,26 @@ set_outcome(SchedDispatchResult *res, const char *outcome, char *detail)
 	res->detail = detail;
 }
 
-/* Returns an existing attempt for (step, number) into res and marks the request
- * DISPATCHED; false when there is none. */
+/*
+ * When the execution_share row (current SPI result) carries an existing attempt for
+ * (step, number): returns it into res, marks the request DISPATCHED, true.  Else false.
+ */
 static bool
 return_existing(const SchedRequestRow *req, SchedDispatchResult *res)
 {
 	Datum		args[3];
 	bool		isnull;
+	Datum		d = sched_spi_get(0, 2, &isnull);
 
-	args[0] = UUIDPGetDatum(&req->step_id);
-	args[1] = Int32GetDatum(req->attempt_number);
-	sched_spi_exec(&attempt_existing, args, NULL, false, 1, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (isnull)
 		return false;
 	res->has_attempt = true;
-	res->attempt_id = *DatumGetUUIDP(sched_spi_get(0, 1, &isnull));
-	res->node_id = sched_spi_text(0, 2);
-	res->worker_id = *DatumGetUUIDP(sched_spi_get(0, 3, &isnull));
-	res->lease_version = sched_spi_int64(0, 4);
+	res->attempt_id = *DatumGetUUIDP(d);
+	res->node_id = sched_spi_text(0, 3);
+	res->worker_id = *DatumGetUUIDP(sched_spi_get(0, 4, &isnull));
+	res->lease_version = sched_spi_int64(0, 5);
 	res->has_score = true;
-	res->score = sched_spi_int64(0, 5);
+	res->score = sched_spi_int64(0, 6);
 	if (strcmp(req->state, "DISPATCHED") != 0)
 	{
 		args[0] = Int64GetDatum(req->request_id);
@@ -247,21 +252,13 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 {
 	const SchedPlacement *p = &args->p;
 	SchedRanked scored;
-	Datum		v[14];
-	bool		isnull;
+	Datum		v[15];
 	char	   *channel;
 	char	   *payload;
 
 	sched_score(p, &row->c, &scored);
-
-	v[0] = UUIDPGetDatum(&row->worker_id);
-	sched_spi_exec(&worker_reserve, v, NULL, false, 0, SPI_OK_UPDATE);
-
-	v[0] = CStringGetTextDatum(row->c.node_id);
-	v[1] = Int32GetDatum((int32) p->reserve_cpu_millis);
-	v[2] = Int64GetDatum(p->reserve_memory_mb);
-	v[3] = Int32GetDatum((int32) p->reserve_gpus);
-	sched_spi_exec(&node_reserve, v, NULL, false, 0, SPI_OK_UPDATE);
+	res->attempt_id = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
+	res->has_attempt = true;
 
 	v[0] = Int64GetDatum(req->request_id);
 	v[1] = UUIDPGetDatum(&req->execution_id);
@@ -277,32 +274,11 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	v[11] = Int64GetDatum(scored.score);
 	v[12] = TimestampTzGetDatum(args->at);
 	v[13] = Float8GetDatum((double) sched_lease_ttl_s);
-	sched_spi_exec(&attempt_insert, v, NULL, false, 0, SPI_OK_INSERT_RETURNING);
-	res->attempt_id = *DatumGetUUIDP(sched_spi_get(0, 1, &isnull));
-	res->has_attempt = true;
-
-	v[0] = UUIDPGetDatum(&row->worker_id);
-	v[1] = Int64GetDatum(row->generation);
-	v[2] = UUIDPGetDatum(&res->attempt_id);
-	v[3] = Int64GetDatum(req->request_id);
-	v[4] = TimestampTzGetDatum(args->at);
-	sched_spi_exec(&command_start, v, NULL, false, 0, SPI_OK_INSERT);
-
-	v[0] = UUIDPGetDatum(&req->execution_id);
-	v[1] = UUIDPGetDatum(&req->step_id);
-	v[2] = Int32GetDatum(req->attempt_number);
-	v[3] = UUIDPGetDatum(&res->attempt_id);
-	v[4] = CStringGetTextDatum(row->c.node_id);
-	v[5] = UUIDPGetDatum(&row->worker_id);
-	v[6] = Int64GetDatum(scored.score);
-	v[7] = Int64GetDatum(req->request_id);
-	v[8] = TimestampTzGetDatum(args->at);
-	sched_spi_exec(&milestone_selected, v, NULL, false, 0, SPI_OK_SELECT);
-
-	v[0] = Int64GetDatum(req->request_id);
-	v[1] = UUIDPGetDatum(&res->attempt_id);
-	v[2] = Int32GetDatum(1);
-	sched_spi_exec(&request_dispatched, v, NULL, false, 0, SPI_OK_UPDATE);
+	v[14] = UUIDPGetDatum(&res->attempt_id);
+	sched_spi_exec(&reservation_writes, v, NULL, false, 1, SPI_OK_SELECT);
+	if (sched_spi_int64(0, 1) != 3)
+		elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " wrote an unexpected number of rows",
+			 req->request_id);
 
 	/* what the updates above did, for the batch's cached fleet */
 	row->c.worker_live_attempts++;
@@ -450,11 +426,11 @@ still_ready(const SchedRequestRow *req, TimestampTz at)
 }
 
 bool
-sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz at,
-					   bool from_queue, SchedFleetCache *cache,
+sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_t *claim_id,
+					   TimestampTz at, bool from_queue, SchedFleetCache *cache,
 					   SchedDispatchResult *res)
 {
-	Datum		v[2];
+	Datum		v[3];
 	bool		isnull;
 	pg_uuid_t	step_id;
 	int32		attempt_number;
@@ -476,14 +452,22 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 	memset(res, 0, sizeof(*res));
 	res->request_id = request_id;
 
-	v[0] = Int64GetDatum(request_id);
-	sched_spi_exec(&request_head, v, NULL, false, 1, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("request \"" INT64_FORMAT "\" does not exist (parameter \"request_id\")", request_id)));
-	step_id = *DatumGetUUIDP(sched_spi_get(0, 1, &isnull));
-	attempt_number = (int32) sched_spi_int64(0, 2);
+	if (key != NULL)
+	{
+		step_id = key->step_id;
+		attempt_number = key->attempt_number;
+	}
+	else
+	{
+		v[0] = Int64GetDatum(request_id);
+		sched_spi_exec(&request_head, v, NULL, false, 1, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("request \"" INT64_FORMAT "\" does not exist (parameter \"request_id\")", request_id)));
+		step_id = *DatumGetUUIDP(sched_spi_get(0, 1, &isnull));
+		attempt_number = (int32) sched_spi_int64(0, 2);
+	}
 
 	/*
 	 * Waits are allowed only to a dispatch_attempt that is the first dispatch of its
@@ -533,6 +517,8 @@ sched_dispatch_request(int64 request_id, const pg_uuid_t *claim_id, TimestampTz 
 
 	/* 4. the execution, shared: refuse closed ones */
 	v[0] = UUIDPGetDatum(&req.execution_id);
+	v[1] = UUIDPGetDatum(&req.step_id);
+	v[2] = Int32GetDatum(req.attempt_number);
 	sched_spi_exec(may_wait ? &execution_share : &execution_share_skip, v, NULL, false, 1,
 				   SPI_OK_SELECT);
 	if (SPI_processed == 0)
@@ -668,7 +654,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	(void) sched_dispatch_request(PG_GETARG_INT64(0), PG_ARGISNULL(1) ? NULL : &claim,
+	(void) sched_dispatch_request(PG_GETARG_INT64(0), NULL, PG_ARGISNULL(1) ? NULL : &claim,
 								  PG_GETARG_TIMESTAMPTZ(2), false, NULL, &res);
 	sched_dispatch_result_values(&res, values, nulls);
 	/* the tuple is formed in SPI's memory and copied out before SPI_finish frees it */

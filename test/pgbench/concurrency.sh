@@ -46,7 +46,8 @@ fail() { printf '%s\n' "FAIL (pgbench check): $*" >&2; exit 1; }
 
 # ---- 1. database, fleet, queue ---------------------------------------------------------
 say "database $DB on $PGHOST:$PGPORT, $REQUESTS requests"
-"${PSQL[@]}" -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
+"${PSQL[@]}" -d postgres -c "SET client_min_messages = warning" \
+    -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB"
 "${PSQL[@]}" -d "$DB" -v requests="$REQUESTS" -f "$HERE/setup.sql" >"$WORK/setup.out"
 read -r MIN_RID MAX_RID SLOTS < <(psql -X -At -F ' ' -d "$DB" -c \
     "SELECT min(request_id), max(request_id), (SELECT sum(slots) FROM sched.worker) FROM sched.request")
