@@ -78,14 +78,14 @@ ORDER BY w.worker_id;
 SELECT sched.submit('e1000000-0000-0000-0000-000000000001', '51000000-0000-0000-0000-000000000001',
                     'render', '1.0', tenant => 'acme',
                     available_at => '2024-01-01 11:50:10+00') AS t1 \gset
-SELECT outcome, request_id, node_id, worker_id, lease_version, score, detail
+SELECT outcome, request_id, node_id, worker_id, lease_version, score
   FROM sched.dispatch_attempt(:t1, at => '2024-01-01 11:50:20+00');
 SELECT attempt_id AS t1_attempt FROM sched.attempt WHERE request_id = :t1 \gset
 SELECT sched.start_attempt(:'t1_attempt', 1, '2024-01-01 11:50:21+00');
 SELECT sched.finish_attempt(:'t1_attempt', 1, 'FAILED', '{"exit_code": 1}', '2024-01-01 11:50:40+00');
 SELECT request_id AS t2 FROM sched.request
  WHERE step_id = '51000000-0000-0000-0000-000000000001' AND attempt_number = 2 \gset
-SELECT outcome, request_id, node_id, worker_id, lease_version, score, detail
+SELECT outcome, request_id, node_id, worker_id, lease_version, score
   FROM sched.dispatch_attempt(:t2, at => '2024-01-01 11:50:41+00');
 SELECT attempt_id AS t2_attempt FROM sched.attempt WHERE request_id = :t2 \gset
 SELECT sched.start_attempt(:'t2_attempt', 1, '2024-01-01 11:50:42+00');

@@ -15,6 +15,9 @@
 
 \echo Use "CREATE EXTENSION pg_sched" to load this file. \quit
 
+CREATE SCHEMA sched;
+COMMENT ON SCHEMA sched IS 'pg_sched: task attempt scheduler';
+
 -- ---------------------------------------------------------------------------------
 -- Fleet
 -- ---------------------------------------------------------------------------------

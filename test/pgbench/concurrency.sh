@@ -18,8 +18,9 @@
 #   4. invariants.sql: no worker above its slots, no node above its capacity, counters
 #      equal to the sums over live attempts, one attempt and one request per (step,
 #      attempt number), every request in exactly one state with exactly one attempt when
-#      DISPATCHED and none otherwise, one START command and one selection milestone per
-#      attempt, every placement admissible; plus: slots were reused (more attempts than
+#      DISPATCHED and none otherwise, attempts and commands referencing existing rows,
+#      one START command and one selection milestone per attempt, every placement
+#      admissible; plus: slots were reused (more attempts than
 #      slots), so the check exercised release and re-reservation;
 #   5. self-test: each invariant must fail on a state corrupted on purpose (constraints
 #      dropped, one row changed, in a transaction that is rolled back); a check that
@@ -94,13 +95,13 @@ say "invariants"
 
 # ---- 5. self-test: every invariant can fail ---------------------------------------------
 say "self-test: every invariant must fail on a corrupted state"
-# Each case: drop the CHECK and UNIQUE constraints that would refuse the corruption,
+# Each case: drop the CHECK, UNIQUE and FOREIGN KEY constraints that would refuse it,
 # change one row, run invariants.sql, roll back.  invariants.sql must fail naming the case.
 drop_constraints="DO \$\$ DECLARE c record; BEGIN
     FOR c IN SELECT conrelid::regclass AS tbl, conname FROM pg_constraint
-              WHERE connamespace = 'sched'::regnamespace AND contype IN ('c', 'u')
-                AND conrelid IN ('sched.node'::regclass, 'sched.worker'::regclass,
-                                 'sched.request'::regclass, 'sched.attempt'::regclass)
+              WHERE connamespace = 'sched'::regnamespace AND contype IN ('c', 'u', 'f')
+                AND conrelid <> 0
+              ORDER BY contype = 'f' DESC
     LOOP EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', c.tbl, c.conname); END LOOP;
 END \$\$;"
 live_worker="(SELECT worker_id FROM sched.worker WHERE live_attempts > 0 ORDER BY worker_id LIMIT 1)"
@@ -119,6 +120,7 @@ declare -A corrupt=(
     [dispatched_request_has_one_attempt]="UPDATE sched.request SET state = 'DISPATCHED' WHERE request_id = $pending_request"
     [undispatched_request_has_no_attempt]="UPDATE sched.request SET state = 'CANCELLED' WHERE attempt_id = $ended_attempt"
     [attempt_has_dispatched_request]="UPDATE sched.request SET state = 'PENDING' WHERE attempt_id = $ended_attempt"
+    [attempt_and_command_references_exist]="UPDATE sched.attempt SET worker_id = gen_random_uuid() WHERE attempt_id = $ended_attempt"
     [attempt_has_one_start_command]="DELETE FROM sched.command WHERE kind = 'START' AND attempt_id = $ended_attempt"
     [attempt_has_selected_milestone]="DELETE FROM sched.timeline WHERE milestone_key LIKE 'step.worker.selected:%' AND attempt_id = $ended_attempt"
     [attempt_placement_admissible]="UPDATE sched.request SET required_labels = '{\"zone\":\"nowhere\"}' WHERE attempt_id = $ended_attempt"

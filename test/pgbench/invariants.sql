@@ -89,6 +89,20 @@ BEGIN
              WHERE r.state IS DISTINCT FROM 'DISPATCHED'
                 OR (r.step_id, r.attempt_number, r.execution_id)
                    IS DISTINCT FROM (a.step_id, a.attempt_number, a.execution_id) $q$),
+        -- the rows a reservation ties together exist (the tables need not have foreign
+        -- keys): an attempt's execution, worker and node, a command's attempt and worker
+        ('attempt_and_command_references_exist', $q$
+            SELECT format('attempt %s: execution %s, worker %s, node %s', a.attempt_id,
+                          a.execution_id, a.worker_id, a.node_id)
+              FROM sched.attempt a
+             WHERE NOT EXISTS (SELECT 1 FROM sched.execution e WHERE e.execution_id = a.execution_id)
+                OR NOT EXISTS (SELECT 1 FROM sched.worker w WHERE w.worker_id = a.worker_id)
+                OR NOT EXISTS (SELECT 1 FROM sched.node n WHERE n.node_id = a.node_id)
+            UNION ALL
+            SELECT format('command %s: attempt %s, worker %s', c.command_id, c.attempt_id, c.worker_id)
+              FROM sched.command c
+             WHERE NOT EXISTS (SELECT 1 FROM sched.attempt a WHERE a.attempt_id = c.attempt_id)
+                OR NOT EXISTS (SELECT 1 FROM sched.worker w WHERE w.worker_id = c.worker_id) $q$),
         -- SPEC 6: the attempt, its START command and its timeline milestone are written
         -- together
         ('attempt_has_one_start_command', $q$

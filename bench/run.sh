@@ -1,0 +1,673 @@
+#!/usr/bin/env bash
+# bench/run.sh — the pg_sched benchmark suite (issue 5); `make bench` runs it through
+# test/harness.sh on a throwaway cluster (fsync on, shared_buffers 1GB).
+#
+# Uses the running cluster of the environment (PGHOST, PGPORT, PGUSER), creates its own
+# databases (sched_bench_*; dropped at the end, also on failure), loads fleets and queues
+# with generated data (bench/load.sql: fixed arithmetic, no randomness), loads the
+# baselines (bench/baselines.sql: never installed), runs every workload RUNS times with
+# pgbench custom scripts (bench/pgbench/), and prints one table of medians, each next to
+# the baselines measured in the same run.  Writes bench/RESULTS.md and bench/scaling.png.
+#
+# Workloads (the numbers of issue 5):
+#   1. dispatch_attempt, one per transaction, 1 / 8 / 32 clients, 1,000 nodes
+#      vs the write floor (and the PL/pgSQL dispatch at 8 clients)
+#   2. dispatch_next(100), 8 clients, 1,000 nodes: placements/s
+#      vs PL/pgSQL dispatch_next and the plain queue claim
+#   3. select_candidate p50 latency at 100 .. 100,000 nodes, and with 10x nodes of other
+#      capabilities; vs the same selection in plain SQL
+#   4. dispatch_next(100) cost per dispatch with 10k, 100k, 1M pending requests
+#      (1 client, each transaction rolled back so the queue keeps its length)
+#      vs the plain queue claim
+#   5. 16 dispatchers on a hot fleet of 20 nodes: conflicts per dispatch, deadlocks,
+#      invariants afterwards
+#   6. backend memory of one dispatch_next(1000) vs dispatch_next(100)
+#
+# Environment:
+#   BENCH_QUICK=1     small sizes and 2-3 s runs (a smoke test, about 3 minutes)
+#   BENCH_RUNS=n      repetitions of every measurement (default 3)
+#   BENCH_KEEP=1      keep the databases afterwards
+#   BENCH_OUT=dir     where RESULTS.md and scaling.png go (default: bench/)
+#   BENCH_ONLY="1 3"  run only these workloads (development)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+PGB_DIR=$HERE/pgbench
+OUT=${BENCH_OUT:-$HERE}
+RUNS=${BENCH_RUNS:-3}
+QUICK=${BENCH_QUICK:-0}
+ONLY=${BENCH_ONLY:-"1 2 3 4 5 6"}
+: "${PGHOST:?PGHOST must point at the benchmark cluster}" "${PGPORT:?PGPORT must be set}"
+export PGUSER=${PGUSER:-postgres}
+unset PGDATABASE
+export PGAPPNAME=pg_sched_bench
+
+if [ "$QUICK" = 1 ]; then
+    T1=3; T2=3; T3=2; T4=2; T5=3       # seconds per pgbench run, by workload
+    FLEET=200                          # nodes of workloads 1, 2, 4, 6
+    W4_SIZES="2000 10000 40000"        # pending requests (the last is the queue of 1, 2, 6)
+    W3_SIZES="100 1000 5000"           # nodes serving the capability
+    HOT_QUEUE=20000
+else
+    T1=6; T2=10; T3=3; T4=5; T5=8
+    FLEET=1000
+    W4_SIZES="10000 100000 1000000"
+    W3_SIZES="100 1000 10000 100000"
+    HOT_QUEUE=100000
+fi
+W1_CLIENTS="1 8 32"
+BATCH=100
+DB_DISPATCH=sched_bench_dispatch
+DB_FLEET=sched_bench_fleet
+DB_HOT=sched_bench_hot
+
+WORK=$(mktemp -d /tmp/pg_sched_bench.XXXXXX)
+CREATED=()
+START=$(date +%s)
+
+cleanup() {
+    local db
+    if [ "${BENCH_KEEP:-0}" != 1 ]; then
+        for db in "${CREATED[@]}"; do
+            psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+        done
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+say() { printf '[%s +%4ss] %s\n' "$(date +%H:%M:%S)" "$(( $(date +%s) - START ))" "$*"; }
+die() { printf 'bench: ERROR: %s\n' "$*" >&2; exit 1; }
+sql() { local db=$1; shift; psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+wants() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# results: one line per measurement and run, "key<TAB>value"
+RES=$WORK/results.tsv
+: >"$RES"
+record() { printf '%s\t%s\n' "$1" "$2" >>"$RES"; }
+# median KEY: median over the runs (empty when nothing was recorded)
+median() {
+    awk -F'\t' -v k="$1" '$1 == k { print $2 }' "$RES" | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+values() { awk -F'\t' -v k="$1" '$1 == k { printf "%s%s", sep, $2; sep = ", " }' "$RES"; }
+# arithmetic on decimals
+calc() { awk "BEGIN { x = $1; printf \"%.6g\", x }"; }
+fmt() { # fmt VALUE DECIMALS -> grouped number, or "n/a"
+    if [ -z "${1:-}" ]; then echo "n/a"; return; fi
+    LC_ALL=C awk -v x="$1" -v d="${2:-0}" 'BEGIN {
+        s = sprintf("%." d "f", x); neg = (s ~ /^-/); if (neg) s = substr(s, 2)
+        split(s, p, "."); i = p[1]; o = ""
+        while (length(i) > 3) { o = "," substr(i, length(i) - 2) o; i = substr(i, 1, length(i) - 3) }
+        o = i o; if (d > 0) o = o "." p[2]; print (neg ? "-" : "") o }'
+}
+ratio() { # ratio A B -> A/B with 2 decimals, or n/a
+    if [ -z "${1:-}" ] || [ -z "${2:-}" ]; then echo "n/a"; return; fi
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "n/a"; else printf "%.2f", a / b }'
+}
+ge() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "$1" != n/a ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+le() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "$1" != n/a ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+yesno() { if "$@"; then echo "**yes**"; else echo "**no**"; fi; }
+
+# ---- databases ---------------------------------------------------------------------------
+
+create_db() {
+    local db=$1
+    sql postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
+    CREATED+=("$db")
+    sql "$db" -c "CREATE EXTENSION pg_sched" -f "$HERE/load.sql" -f "$HERE/baselines.sql" >/dev/null
+}
+
+drop_db() {
+    [ "${BENCH_KEEP:-0}" = 1 ] && return 0
+    sql postgres -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)"
+}
+
+# bulk DB FIRST LAST TEMPLATE: runs TEMPLATE (an SQL call with @FIRST@ and @LAST@) with
+# triggers off (no per-row foreign key checks: the generated data is consistent), in two
+# concurrent halves when the range is large.
+bulk() {
+    local db=$1 first=$2 last=$3 tmpl=$4 mid p1 p2 q
+    if (( last - first + 1 < 50000 )); then
+        q=${tmpl//@FIRST@/$first}; q=${q//@LAST@/$last}
+        sql "$db" -c "SET session_replication_role = replica" -c "$q" >/dev/null
+        return
+    fi
+    mid=$(( (first + last) / 2 ))
+    q=${tmpl//@FIRST@/$first}; q=${q//@LAST@/$mid}
+    sql "$db" -c "SET session_replication_role = replica" -c "$q" >/dev/null & p1=$!
+    q=${tmpl//@FIRST@/$((mid + 1))}; q=${q//@LAST@/$last}
+    sql "$db" -c "SET session_replication_role = replica" -c "$q" >/dev/null & p2=$!
+    wait "$p1" || die "bulk load failed: $tmpl"
+    wait "$p2" || die "bulk load failed: $tmpl"
+}
+
+load_requests() { # DB FIRST LAST
+    bulk "$1" "$2" "$3" "SELECT bench.load_requests(@FIRST@, @LAST@, 'build', '$T0')"
+    sql "$1" -c "SELECT setval('sched.request_id_seq', (SELECT max(request_id) FROM sched.request))" >/dev/null
+}
+
+# settle DB [reset]: (reset,) vacuum and checkpoint, so every run starts alike
+settle() {
+    local db=$1
+    if [ "${2:-}" = reset ]; then
+        sql "$db" -c "SELECT bench.reset()" >/dev/null
+    fi
+    sql "$db" -c "VACUUM (ANALYZE) sched.request, sched.node, sched.worker, sched.execution, sched.attempt" \
+        -c "CHECKPOINT" >/dev/null
+}
+
+pending() { sql "$1" -c "SELECT count(*) FROM sched.request WHERE state = 'PENDING'"; }
+
+# ---- pgbench -----------------------------------------------------------------------------
+
+# pgb NAME DB CLIENTS SECONDS [pgbench options...]: runs pgbench; sets PGB_TPS, PGB_N,
+# PGB_FAILED, PGB_RC, PGB_SECONDS (the measured time, N / tps).  Dies when pgbench fails,
+# unless PGB_ALLOW_FAIL=1.
+pgb() {
+    local name=$1 db=$2 c=$3 t=$4 j=1
+    shift 4
+    (( c > 1 )) && j=2
+    PGB_RC=0
+    pgbench -n -M prepared -c "$c" -j "$j" -T "$t" --random-seed=5 "$@" "$db" \
+        >"$WORK/$name.out" 2>"$WORK/$name.err" || PGB_RC=$?
+    PGB_TPS=$(sed -nE 's/^tps = ([0-9.]+).*/\1/p' "$WORK/$name.out" | head -n 1)
+    PGB_N=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/$name.out")
+    PGB_FAILED=$(sed -nE 's/^number of failed transactions: ([0-9]+).*/\1/p' "$WORK/$name.out")
+    PGB_FAILED=${PGB_FAILED:-0}
+    if [ "$PGB_RC" -ne 0 ] && [ "${PGB_ALLOW_FAIL:-0}" != 1 ]; then
+        cat "$WORK/$name.out" "$WORK/$name.err" >&2
+        die "pgbench $name exited with $PGB_RC"
+    fi
+    if [ -z "$PGB_TPS" ] || [ -z "$PGB_N" ] || [ "$PGB_N" -eq 0 ]; then
+        cat "$WORK/$name.out" "$WORK/$name.err" >&2
+        die "pgbench $name processed nothing"
+    fi
+    PGB_SECONDS=$(calc "$PGB_N / $PGB_TPS")
+}
+
+count_attempts() { sql "$1" -c "SELECT count(*) FROM sched.attempt"; }
+
+# ---- what we run on -------------------------------------------------------------------------
+
+say "pg_sched benchmark on $PGHOST:$PGPORT ($( [ "$QUICK" = 1 ] && echo QUICK sizes || echo full sizes ), $RUNS runs each)"
+PG_VERSION=$(sql postgres -c "SELECT version()")
+SETTINGS=$(sql postgres -F ' = ' -c "SELECT name, current_setting(name) FROM pg_settings
+    WHERE name IN ('shared_buffers', 'fsync', 'synchronous_commit', 'wal_level', 'max_connections',
+                   'work_mem', 'max_wal_size', 'checkpoint_timeout', 'jit', 'shared_preload_libraries')
+    ORDER BY name")
+EXT_VERSION=$(sql postgres -c "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_sched'")
+CPU_MODEL=$(sed -nE 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -n 1)
+NPROC=$(nproc)
+MEM=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
+T0=$(sql postgres -c "SELECT date_trunc('second', now())")
+say "machine: $NPROC x $CPU_MODEL, $MEM; load average $LOADAVG"
+say "$PG_VERSION"
+
+# =============================================================================================
+# Workloads 4, 1, 2, 6: fleet of $FLEET nodes, one queue grown to the largest size
+# =============================================================================================
+if wants 1 || wants 2 || wants 4 || wants 6; then
+    say "database $DB_DISPATCH: fleet of $FLEET nodes (mixed: ~9% not admissible), slots and capacity never run out"
+    create_db "$DB_DISPATCH"
+    # capacity 1,000 CPUs and 4 TB per node, 100,000 slots per worker: a run never fills them
+    bulk "$DB_DISPATCH" 1 "$FLEET" "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
+
+    loaded=0
+    for size in $W4_SIZES; do
+        say "queue: loading requests $((loaded + 1))..$size (INSERT ... SELECT, sort_key = sched._queue_key)"
+        t_load=$(date +%s.%N)
+        load_requests "$DB_DISPATCH" $((loaded + 1)) "$size"
+        t_load=$(calc "$(date +%s.%N) - $t_load")
+        record "w4.load_s.$size" "$t_load"
+        loaded=$size
+        settle "$DB_DISPATCH"
+        say "queue: $(pending "$DB_DISPATCH") pending requests (load took $(fmt "$t_load" 1) s)"
+        if wants 4; then
+            # dispatches per call (all ready requests are placeable: expected $BATCH)
+            per_call=$(sql "$DB_DISPATCH" -c "BEGIN" -c "SELECT count(*) FILTER (WHERE outcome = 'DISPATCHED') FROM sched.dispatch_next($BATCH)" -c "ROLLBACK")
+            [ "$per_call" -gt 0 ] || die "dispatch_next($BATCH) placed nothing with $size pending"
+            for r in $(seq 1 "$RUNS"); do
+                pgb "w4_pg_${size}_$r" "$DB_DISPATCH" 1 "$T4" -D batch=$BATCH -f "$PGB_DIR/w4_dispatch_next.pgbench"
+                record "w4.pg.us.$size" "$(calc "1000000 / ($PGB_TPS * $per_call)")"
+                record "w4.pg.rate.$size" "$(calc "$PGB_TPS * $per_call")"
+                pg_rate=$(calc "$PGB_TPS * $per_call")
+                pgb "w4_claim_${size}_$r" "$DB_DISPATCH" 1 "$T4" -D batch=$BATCH -f "$PGB_DIR/w4_plain_claim.pgbench"
+                record "w4.claim.us.$size" "$(calc "1000000 / ($PGB_TPS * $BATCH)")"
+                record "w4.claim.rate.$size" "$(calc "$PGB_TPS * $BATCH")"
+                say "W4 $size pending, run $r/$RUNS: dispatch_next $(fmt "$pg_rate") placements/s ($(fmt "$(calc "1000000 / $pg_rate")" 1) us each), plain claim $(fmt "$(calc "$PGB_TPS * $BATCH")") claims/s"
+            done
+            sql "$DB_DISPATCH" -c "VACUUM sched.request" >/dev/null
+        fi
+    done
+    QUEUE=$loaded
+fi
+
+# ---- workload 1 -----------------------------------------------------------------------------
+if wants 1; then
+    for c in $W1_CLIENTS; do
+        say "W1: dispatch_attempt vs write floor$( [ "$c" = 8 ] && echo ' vs PL/pgSQL'), $c clients, $FLEET nodes, ${T1} s runs"
+        settle "$DB_DISPATCH" reset
+        for r in $(seq 1 "$RUNS"); do
+            impls="pg floor"
+            [ "$c" = 8 ] && impls="pg floor plpgsql"
+            line=""
+            for impl in $impls; do
+                case $impl in
+                    pg) script=w1_dispatch_attempt.pgbench ;;
+                    floor) script=w1_write_floor.pgbench ;;
+                    plpgsql) script=w1_plpgsql.pgbench ;;
+                esac
+                before=$(count_attempts "$DB_DISPATCH")
+                pgb "w1_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T1" -D nodes="$FLEET" -f "$PGB_DIR/$script"
+                made=$(( $(count_attempts "$DB_DISPATCH") - before ))
+                rate=$(calc "$made / $PGB_SECONDS")
+                record "w1.$impl.c$c" "$rate"
+                record "w1.$impl.c$c.placed_fraction" "$(calc "$made / $PGB_N")"
+                line="$line $impl $(fmt "$rate")/s"
+                sql "$DB_DISPATCH" -c "CHECKPOINT" >/dev/null
+            done
+            say "W1 $c clients, run $r/$RUNS:$line"
+        done
+        left=$(pending "$DB_DISPATCH")
+        [ "$left" -gt 0 ] || say "WARNING: the queue ran dry during workload 1 ($c clients)"
+    done
+fi
+
+# ---- workload 2 -----------------------------------------------------------------------------
+if wants 2; then
+    say "W2: dispatch_next($BATCH) vs PL/pgSQL vs plain claim, 8 clients, $FLEET nodes, $QUEUE queued, ${T2} s runs"
+    for r in $(seq 1 "$RUNS"); do
+        line=""
+        for impl in pg plpgsql claim; do
+            settle "$DB_DISPATCH" reset
+            case $impl in
+                pg) script=w2_dispatch_next.pgbench ;;
+                plpgsql) script=w2_plpgsql.pgbench ;;
+                claim) script=w2_plain_claim.pgbench ;;
+            esac
+            pgb "w2_${impl}_$r" "$DB_DISPATCH" 8 "$T2" -D batch=$BATCH -f "$PGB_DIR/$script"
+            if [ "$impl" = claim ]; then
+                made=$(sql "$DB_DISPATCH" -c "SELECT count(*) FROM sched.request WHERE state = 'CLAIMED'")
+            else
+                made=$(count_attempts "$DB_DISPATCH")
+            fi
+            rate=$(calc "$made / $PGB_SECONDS")
+            record "w2.$impl" "$rate"
+            line="$line $impl $(fmt "$rate")/s"
+            left=$(pending "$DB_DISPATCH")
+            [ "$left" -gt 0 ] || say "WARNING: the queue ran dry during workload 2 ($impl): the figure is a lower bound"
+        done
+        say "W2 run $r/$RUNS (placements/s):$line"
+    done
+fi
+
+# ---- workload 6 -----------------------------------------------------------------------------
+# One fresh backend per measurement: warm-up dispatch_next(1) (plans prepared, caches
+# loaded), then the peak RSS is reset (/proc/self/clear_refs) and one dispatch_next(N)
+# runs, rolled back; VmHWM afterwards is the peak during the call.  A sampler reads
+# RssAnon of the backend every millisecond: the backend's private memory, without the
+# shared buffers it touches.
+mem_probe() { # N RUN -> sets MEM_HWM_KB MEM_ANON_KB (growth during the call)
+    local n=$1 r=$2 pidfile=$WORK/mem_pid_${n}_$r statusfile=$WORK/mem_status_${n}_$r
+    local fifo=$WORK/mem_tick peak=0 base pid k v u psql_pid
+    rm -f "$pidfile"
+    [ -p "$fifo" ] || mkfifo "$fifo"
+    psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB_DISPATCH" >"$statusfile" 2>"$statusfile.err" <<SQL &
+\o $pidfile
+SELECT pg_backend_pid();
+\o
+BEGIN;
+SELECT count(*) FROM sched.dispatch_next(1);
+ROLLBACK;
+SELECT pg_sleep(0.5);
+DO \$\$ BEGIN EXECUTE 'COPY (SELECT 5) TO ''/proc/self/clear_refs'''; EXCEPTION WHEN OTHERS THEN NULL; END \$\$;
+SELECT 'before', (regexp_match(pg_read_file('/proc/self/status'), 'VmRSS:\s+(\d+)'))[1],
+       (regexp_match(pg_read_file('/proc/self/status'), 'RssAnon:\s+(\d+)'))[1];
+BEGIN;
+SELECT 'placed', count(*) FILTER (WHERE outcome = 'DISPATCHED') FROM sched.dispatch_next($n);
+ROLLBACK;
+SELECT 'after', (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1],
+       (regexp_match(pg_read_file('/proc/self/status'), 'RssAnon:\s+(\d+)'))[1];
+SQL
+    psql_pid=$!
+    for _ in $(seq 1 500); do [ -s "$pidfile" ] && break; read -r -t 0.01 -u 9 _ || true; done
+    pid=$(tr -dc '0-9' <"$pidfile" || true)
+    if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
+        while kill -0 "$psql_pid" 2>/dev/null; do
+            while read -r k v u; do
+                [ "$k" = "RssAnon:" ] && { (( v > peak )) && peak=$v; break; }
+            done <"/proc/$pid/status" 2>/dev/null || break
+            read -r -t 0.001 -u 9 _ || true
+        done
+    fi
+    wait "$psql_pid" || { cat "$statusfile.err" >&2; die "memory probe failed"; }
+    base=$(awk -F'|' '$1 == "before" { print $2 }' "$statusfile")
+    MEM_ANON_BEFORE=$(awk -F'|' '$1 == "before" { print $3 }' "$statusfile")
+    MEM_HWM_KB=$(( $(awk -F'|' '$1 == "after" { print $2 }' "$statusfile") - base ))
+    MEM_PLACED=$(awk -F'|' '$1 == "placed" { print $2 }' "$statusfile")
+    if (( peak > 0 )); then MEM_ANON_KB=$(( peak - MEM_ANON_BEFORE )); else MEM_ANON_KB=""; fi
+}
+
+if wants 6; then
+    say "W6: backend memory of one dispatch_next(1000) vs dispatch_next(100), fresh backend each"
+    settle "$DB_DISPATCH" reset
+    mkfifo "$WORK/mem_tick"
+    exec 9<>"$WORK/mem_tick"
+    for r in $(seq 1 "$RUNS"); do
+        for n in 100 1000; do
+            mem_probe "$n" "$r"
+            record "w6.hwm.$n" "$MEM_HWM_KB"
+            [ -n "$MEM_ANON_KB" ] && record "w6.anon.$n" "$MEM_ANON_KB"
+            record "w6.placed.$n" "$MEM_PLACED"
+            say "W6 run $r/$RUNS: dispatch_next($n) placed $MEM_PLACED; peak RSS +$MEM_HWM_KB kB, private (RssAnon) +${MEM_ANON_KB:-?} kB"
+        done
+    done
+    exec 9>&-
+fi
+if wants 1 || wants 2 || wants 4 || wants 6; then
+    drop_db "$DB_DISPATCH"
+fi
+
+# =============================================================================================
+# Workload 3: select_candidate latency vs fleet size
+# =============================================================================================
+w3_measure() { # LABEL NODES WITH_SQL
+    local label=$1 nodes=$2 with_sql=$3 r f p50
+    settle "$DB_FLEET"
+    for r in $(seq 1 "$RUNS"); do
+        for impl in pg sql; do
+            [ "$impl" = sql ] && [ "$with_sql" != 1 ] && continue
+            f=w3_select_candidate.pgbench
+            [ "$impl" = sql ] && f=w3_sql_select.pgbench
+            rm -f "$WORK/w3log".*
+            pgb "w3_${label}_${impl}_$nodes_$r" "$DB_FLEET" 1 "$T3" -l --log-prefix="$WORK/w3log" -f "$PGB_DIR/$f"
+            p50=$(cat "$WORK/w3log".* | awk '{ print $3 }' | sort -n |
+                  awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2] / 1000; else print (v[NR / 2] + v[NR / 2 + 1]) / 2000 }')
+            record "w3.$label.$impl.$nodes" "$p50"
+            say "W3 $label $nodes nodes, run $r/$RUNS: $impl p50 $(fmt "$p50" 3) ms ($PGB_N calls)"
+        done
+    done
+}
+
+if wants 3; then
+    say "database $DB_FLEET: fleets for select_candidate (capability 'target'; others serve 'other')"
+    create_db "$DB_FLEET"
+    # pass 1: only workers of the requested capability, growing
+    have=0
+    for n in $W3_SIZES; do
+        say "W3: fleet of $n nodes serving 'target'"
+        bulk "$DB_FLEET" $((have + 1)) "$n" "SELECT bench.load_fleet('t', @FIRST@, @LAST@, 'target', true, 8, 16000, 65536)"
+        have=$n
+        w3_measure plain "$n" 1
+    done
+    # pass 2: the same, plus 10x as many nodes whose workers serve another capability
+    sql "$DB_FLEET" -c "TRUNCATE sched.node, sched.worker CASCADE" >/dev/null
+    have=0
+    for n in $W3_SIZES; do
+        say "W3: fleet of $n nodes serving 'target' + $((10 * n)) nodes serving 'other'"
+        bulk "$DB_FLEET" $((have + 1)) "$n" "SELECT bench.load_fleet('t', @FIRST@, @LAST@, 'target', true, 8, 16000, 65536)"
+        bulk "$DB_FLEET" $((10 * have + 1)) $((10 * n)) "SELECT bench.load_fleet('o', @FIRST@, @LAST@, 'other', true, 8, 16000, 65536)"
+        have=$n
+        w3_measure others "$n" 0
+    done
+    drop_db "$DB_FLEET"
+fi
+
+# =============================================================================================
+# Workload 5: 16 dispatchers on a hot fleet of 20 nodes
+# =============================================================================================
+# Refusals are visible in the result rows: a request for which every eligible pair was
+# held or taken by concurrent dispatches comes back UNSCHEDULABLE with "N candidates held
+# or taken by concurrent dispatches" in detail.  Candidates skipped on the way to a
+# successful dispatch are not visible; they are estimated from the scans of sched.worker
+# (pg_stat_user_tables), each pair lock reading it once: calibrated per DISPATCHED row
+# with 1 client (no conflicts) and per UNSCHEDULABLE row with requests nothing admits.
+worker_scans() {
+    sql "$DB_HOT" -c "SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables WHERE relid = 'sched.worker'::regclass"
+}
+
+if wants 5; then
+    say "database $DB_HOT: hot fleet of 20 nodes (all admissible, unlimited slots), $HOT_QUEUE queued"
+    create_db "$DB_HOT"
+    bulk "$DB_HOT" 1 20 "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', false, 1000000, 1000000, 4000000)"
+    load_requests "$DB_HOT" 1 "$HOT_QUEUE"
+    # requests no node admits (zone 'nowhere'), kept out of the queue (available next year)
+    sql "$DB_HOT" -c "SET session_replication_role = replica" -c "SELECT bench.load_requests($((HOT_QUEUE + 1)), $((HOT_QUEUE + 200)), 'build', '$T0')" \
+        -c "UPDATE sched.request SET required_labels = '{\"zone\": \"nowhere\"}', available_at = now() + interval '1 year'
+             WHERE request_id > $HOT_QUEUE" \
+        -c "CREATE UNLOGGED TABLE bench.hot_outcome (outcome text NOT NULL, detail text)" >/dev/null
+    sql "$DB_HOT" -c "SELECT setval('sched.request_id_seq', (SELECT max(request_id) FROM sched.request))" >/dev/null
+    settle "$DB_HOT"
+
+    # calibration 1: scans per DISPATCHED row without concurrency
+    sql "$DB_HOT" -c "TRUNCATE bench.hot_outcome" >/dev/null
+    s0=$(worker_scans)
+    pgb w5_calibrate "$DB_HOT" 1 3 -f "$PGB_DIR/w5_hot.pgbench"
+    sleep 1.5
+    s1=$(worker_scans)
+    read -r cal_d cal_rows < <(sql "$DB_HOT" -F ' ' -c "SELECT count(*) FILTER (WHERE outcome = 'DISPATCHED'), count(*) FROM bench.hot_outcome")
+    C_S=$(calc "($s1 - $s0) / $cal_d")
+    # calibration 2: scans per UNSCHEDULABLE row with nothing eligible (no pair lock at all)
+    s0=$(worker_scans)
+    sql "$DB_HOT" -c "SELECT count(*) FROM generate_series($((HOT_QUEUE + 1)), $((HOT_QUEUE + 200))) i, LATERAL sched.dispatch_attempt(i::bigint) d WHERE d.outcome = 'UNSCHEDULABLE'" >"$WORK/w5_cal2"
+    sleep 1.5
+    s1=$(worker_scans)
+    C_U=$(calc "($s1 - $s0) / 200")
+    say "W5 calibration: $(fmt "$C_S" 2) sched.worker scans per dispatch (1 client, $cal_d of $cal_rows rows DISPATCHED), $(fmt "$C_U" 2) per UNSCHEDULABLE row with nothing eligible ($(cat "$WORK/w5_cal2") of 200)"
+
+    for r in $(seq 1 "$RUNS"); do
+        settle "$DB_HOT" reset
+        sql "$DB_HOT" -c "TRUNCATE bench.hot_outcome" >/dev/null
+        s0=$(worker_scans)
+        PGB_ALLOW_FAIL=1 pgb "w5_$r" "$DB_HOT" 16 "$T5" --failures-detailed -f "$PGB_DIR/w5_hot.pgbench"
+        sleep 1.5
+        s1=$(worker_scans)
+        read -r d u_conf n_conf u_other < <(sql "$DB_HOT" -F ' ' -c "
+            SELECT count(*) FILTER (WHERE outcome = 'DISPATCHED'),
+                   count(*) FILTER (WHERE outcome = 'UNSCHEDULABLE' AND detail LIKE '%held or taken by concurrent%'),
+                   coalesce(sum((regexp_match(detail, '(\d+) candidates? held or taken'))[1]::int), 0),
+                   count(*) FILTER (WHERE outcome <> 'DISPATCHED' AND coalesce(detail, '') NOT LIKE '%held or taken by concurrent%')
+              FROM bench.hot_outcome")
+        violations=$(sql "$DB_HOT" -c "SELECT coalesce(sum(violations), 0) FROM bench.check_invariants()")
+        aborted=0
+        grep -qiE 'aborted|error' "$WORK/w5_$r.err" && aborted=1
+        (( d > 0 )) || die "workload 5 dispatched nothing"
+        skipped=$(calc "($s1 - $s0) - $C_S * $d - $C_U * ($u_conf + $u_other) - $n_conf")
+        skipped=$(awk -v x="$skipped" 'BEGIN { print (x < 0 ? 0 : x) }')
+        record "w5.rate" "$(calc "$d / $PGB_SECONDS")"
+        record "w5.conflicts" "$(calc "($skipped + $n_conf) / $d")"
+        record "w5.refused" "$(calc "$n_conf / $d")"
+        record "w5.refused_requests" "$(calc "$u_conf / $d")"
+        record "w5.failed" "$PGB_FAILED"
+        record "w5.aborted" "$aborted"
+        record "w5.violations" "$violations"
+        say "W5 run $r/$RUNS: $(fmt "$(calc "$d / $PGB_SECONDS")")/s dispatched ($d), $u_conf requests refused for conflicts ($n_conf candidates), ~$(fmt "$skipped") candidates skipped before a success; $PGB_FAILED failed transactions (deadlocks), client errors: $aborted, invariant violations: $violations"
+        [ "$aborted" = 0 ] || { cat "$WORK/w5_$r.err" >&2; say "WARNING: pgbench clients reported errors in workload 5 (above)"; }
+    done
+    drop_db "$DB_HOT"
+fi
+
+# =============================================================================================
+# Summary: one table of medians, RESULTS.md, scaling.png
+# =============================================================================================
+say "writing the summary"
+TABLE=$WORK/table.md
+NOTES=$WORK/notes.md
+: >"$TABLE"
+: >"$NOTES"
+row() { printf '| %s |\n' "$(IFS='|'; echo "$*" | sed 's/|/ | /g')" >>"$TABLE"; }
+note() { printf -- '- %s\n' "$*" >>"$NOTES"; }
+
+row "#" "workload" "metric" "pg_sched" "baselines (same run)" "ratio" "target" "met"
+row "---" "---" "---" "---:" "---" "---:" "---" "---"
+
+sizes=($W4_SIZES)
+w3sizes=($W3_SIZES)
+small=${sizes[0]}
+large=${sizes[${#sizes[@]}-1]}
+
+if wants 1; then
+    for c in $W1_CLIENTS; do
+        pg=$(median "w1.pg.c$c"); fl=$(median "w1.floor.c$c"); pl=$(median "w1.plpgsql.c$c")
+        base="write floor $(fmt "$fl")/s"
+        [ -n "$pl" ] && base="$base; PL/pgSQL $(fmt "$pl")/s"
+        rt=$(ratio "$pg" "$fl")
+        row 1 "dispatch_attempt, $c client$( [ "$c" != 1 ] && echo s), $FLEET nodes" "dispatches/s" "$(fmt "$pg")" "$base" "${rt}x floor" ">= 0.8x floor" "$(yesno ge "$rt" 0.8)"
+        note "Workload 1, $c clients: pg_sched $(fmt "$pg")/s is ${rt}x the write floor ($(fmt "$fl")/s)$( [ -n "$pl" ] && echo " and $(ratio "$pg" "$pl")x PL/pgSQL ($(fmt "$pl")/s)"); target >= 0.8x: $(yesno ge "$rt" 0.8). Fraction of calls that placed: $(fmt "$(median "w1.pg.c$c.placed_fraction")" 3)."
+    done
+fi
+if wants 2; then
+    pg=$(median w2.pg); pl=$(median w2.plpgsql); cl=$(median w2.claim)
+    rt=$(ratio "$pg" "$pl")
+    met() { ge "$pg" 10000 && ge "$rt" 5; }
+    row 2 "dispatch_next($BATCH), 8 clients, $FLEET nodes, $QUEUE queued" "placements/s" "$(fmt "$pg")" "PL/pgSQL $(fmt "$pl")/s; plain claim $(fmt "$cl") claims/s" "${rt}x PL/pgSQL; $(ratio "$pg" "$cl")x claim" ">= 10,000/s and >= 5x PL/pgSQL" "$(yesno met)"
+    note "Workload 2: pg_sched $(fmt "$pg") placements/s ($(ratio "$pg" 10000)x the 10,000/s target: $(yesno ge "$pg" 10000)), ${rt}x PL/pgSQL (target 5x: $(yesno ge "$rt" 5)); the plain queue claim, which places nothing, takes $(fmt "$cl") requests/s ($(ratio "$pg" "$cl")x)."
+fi
+if wants 3; then
+    for n in $W3_SIZES; do
+        pg=$(median "w3.plain.pg.$n"); sq=$(median "w3.plain.sql.$n")
+        tgt="-"; mt="-"
+        if [ "$n" = 10000 ]; then tgt="p50 <= 2 ms"; mt=$(yesno le "$pg" 2); fi
+        row 3 "select_candidate, $(fmt "$n") nodes" "p50 ms" "$(fmt "$pg" 3)" "SQL $(fmt "$sq" 3) ms" "$(ratio "$sq" "$pg")x faster" "$tgt" "$mt"
+    done
+    for n in $W3_SIZES; do
+        pg=$(median "w3.plain.pg.$n"); po=$(median "w3.others.pg.$n")
+        rt=$(ratio "$po" "$pg")
+        row 3 "select_candidate, $(fmt "$n") nodes + $(fmt $((10 * n))) of other capabilities" "p50 ms" "$(fmt "$po" 3)" "pg_sched without the others $(fmt "$pg" 3) ms" "${rt}x" "<= 1.2x" "$(yesno le "$rt" 1.2)"
+    done
+    note "Workload 3: p50 at 10,000 nodes $(fmt "$(median w3.plain.pg.10000)" 3) ms (target <= 2 ms: $(yesno le "$(median w3.plain.pg.10000)" 2)); with 10x nodes of other capabilities the p50 is $(for n in $W3_SIZES; do printf '%sx at %s, ' "$(ratio "$(median "w3.others.pg.$n")" "$(median "w3.plain.pg.$n")")" "$(fmt "$n")"; done | sed 's/, $//') (target <= 1.2x)."
+    note "Workload 3 growth: from $(fmt "${w3sizes[0]}") to $(fmt "${w3sizes[${#w3sizes[@]}-1]}") nodes the pg_sched p50 grows $(ratio "$(median "w3.plain.pg.${w3sizes[${#w3sizes[@]}-1]}")" "$(median "w3.plain.pg.${w3sizes[0]}")")x (SQL baseline: $(ratio "$(median "w3.plain.sql.${w3sizes[${#w3sizes[@]}-1]}")" "$(median "w3.plain.sql.${w3sizes[0]}")")x)."
+fi
+if wants 4; then
+    for s in $W4_SIZES; do
+        pg=$(median "w4.pg.us.$s"); cl=$(median "w4.claim.us.$s")
+        tgt="-"; mt="-"; rt="-"
+        if [ "$s" = "$large" ]; then
+            rt="$(ratio "$pg" "$(median "w4.pg.us.$small")")x the $(fmt "$small") figure"
+            tgt="<= 1.3x the $(fmt "$small") figure"
+            mt=$(yesno le "$(ratio "$pg" "$(median "w4.pg.us.$small")")" 1.3)
+        fi
+        row 4 "dispatch_next($BATCH), 1 client, $(fmt "$s") pending" "us per dispatch" "$(fmt "$pg" 1)" "plain claim $(fmt "$cl" 1) us per claim" "$rt" "$tgt" "$mt"
+    done
+    note "Workload 4: a dispatch costs $(fmt "$(median "w4.pg.us.$small")" 1) us with $(fmt "$small") pending and $(fmt "$(median "w4.pg.us.$large")" 1) us with $(fmt "$large") ($(ratio "$(median "w4.pg.us.$large")" "$(median "w4.pg.us.$small")")x; target <= 1.3x: $(yesno le "$(ratio "$(median "w4.pg.us.$large")" "$(median "w4.pg.us.$small")")" 1.3)); the plain claim: $(ratio "$(median "w4.claim.us.$large")" "$(median "w4.claim.us.$small")")x. Measured in rolled-back transactions (1 client), so every transaction sees the queue at exactly its size: the figure is the dispatch work without the commit. Loading $(fmt "$large") requests took $(fmt "$(median "w4.load_s.$large")" 1) s."
+fi
+if wants 5; then
+    cf=$(median w5.conflicts)
+    fails=$(awk -F'\t' '$1 == "w5.failed" { s += $2 } END { print s + 0 }' "$RES")
+    aborted=$(awk -F'\t' '$1 == "w5.aborted" { s += $2 } END { print s + 0 }' "$RES")
+    viol=$(awk -F'\t' '$1 == "w5.violations" { s += $2 } END { print s + 0 }' "$RES")
+    met() { le "$cf" 0.2 && [ "$fails" = 0 ] && [ "$aborted" = 0 ] && [ "$viol" = 0 ]; }
+    row 5 "16 dispatchers, hot fleet of 20 nodes, dispatch_next(1)" "conflicts per dispatch" "$(fmt "$cf" 3)" "refused (visible) $(fmt "$(median w5.refused)" 3); $(fmt "$(median w5.rate)")/s dispatched; deadlocks $fails; errors $aborted; invariant violations $viol" "-" "<= 0.2, no deadlock, no overcommit" "$(yesno met)"
+    note "Workload 5: $(fmt "$cf" 3) candidates skipped or refused per successful dispatch (target <= 0.2: $(yesno le "$cf" 0.2)); of these, $(fmt "$(median w5.refused)" 3) are visible as UNSCHEDULABLE rows (\"held or taken by concurrent dispatches\": $(fmt "$(median w5.refused_requests)" 3) refused requests per dispatch), the rest is estimated from scans of sched.worker (calibrated: $(fmt "${C_S:-0}" 2) per dispatch, $(fmt "${C_U:-0}" 2) per UNSCHEDULABLE row). Deadlocks / failed transactions: $fails; client errors: $aborted; invariant violations after the runs (slots, capacity, counters = live attempts): $viol."
+fi
+if wants 6; then
+    h1=$(median w6.hwm.100); h2=$(median w6.hwm.1000); a1=$(median w6.anon.100); a2=$(median w6.anon.1000)
+    slope=$( [ -n "$a1" ] && [ -n "$a2" ] && calc "($a2 - $a1) * 1024 / 900" || true)
+    row 6 "one dispatch_next(1000) vs dispatch_next(100)" "private memory growth kB (RssAnon)" "$(fmt "$a2") vs $(fmt "$a1")" "peak RSS incl. shared buffers touched: +$(fmt "$h2") vs +$(fmt "$h1") kB" "$(fmt "$slope") bytes per extra dispatch" "flat beyond a fixed overhead (<= 1 kB per dispatch)" "$(yesno le "$slope" 1024)"
+    note "Workload 6: private memory (RssAnon peak, sampled every ms) grows $(fmt "$a2") kB during one dispatch_next(1000) and $(fmt "$a1") kB during one dispatch_next(100): $(fmt "$slope") bytes per extra dispatch (the rows of the result are part of it). Peak RSS (VmHWM after clear_refs) grows $(fmt "$h2") vs $(fmt "$h1") kB; that figure includes the pages of shared buffers and WAL buffers the call touches for the first time, which grow with the work done, not with leaked memory."
+fi
+
+# ---- plot ---------------------------------------------------------------------------------
+PLOT_NOTE=""
+if wants 3 || wants 4; then
+    for n in $W3_SIZES; do
+        printf '%s %s %s %s\n' "$n" "$(median "w3.plain.pg.$n" || true)" "$(median "w3.others.pg.$n" || true)" "$(median "w3.plain.sql.$n" || true)"
+    done | awk '{ for (i = 2; i <= 4; i++) if ($i == "") $i = "NaN"; print }' >"$WORK/w3.dat"
+    for s in $W4_SIZES; do
+        printf '%s %s %s\n' "$s" "$(median "w4.pg.rate.$s" || true)" "$(median "w4.claim.rate.$s" || true)"
+    done | awk '{ for (i = 2; i <= 3; i++) if ($i == "") $i = "NaN"; print }' >"$WORK/w4.dat"
+    # empty columns would shift fields: rewrite with explicit NaN
+    awk 'NF < 4 { while (NF < 4) $(NF + 1) = "NaN" } { print }' "$WORK/w3.dat" >"$WORK/w3.tmp" && mv "$WORK/w3.tmp" "$WORK/w3.dat"
+    awk 'NF < 3 { while (NF < 3) $(NF + 1) = "NaN" } { print }' "$WORK/w4.dat" >"$WORK/w4.tmp" && mv "$WORK/w4.tmp" "$WORK/w4.dat"
+    if command -v gnuplot >/dev/null 2>&1; then
+        term=pngcairo
+        gnuplot -e 'set terminal' 2>&1 | grep -q pngcairo || term=png
+        if gnuplot -e "w3='$WORK/w3.dat'; w4='$WORK/w4.dat'; out='$OUT/scaling.png'; term='$term'" "$HERE/scaling.gp" 2>"$WORK/gnuplot.err"; then
+            say "plot: $OUT/scaling.png"
+        else
+            cat "$WORK/gnuplot.err" >&2
+            PLOT_NOTE="(gnuplot failed: no plot)"
+        fi
+    else
+        PLOT_NOTE="(gnuplot not installed: no plot)"
+        say "WARNING: gnuplot not found, no plot"
+    fi
+fi
+
+# ---- RESULTS.md ---------------------------------------------------------------------------
+{
+    echo "# pg_sched benchmark results"
+    echo
+    echo "Written by \`bench/run.sh\` (\`make bench\`) on $(date -u '+%Y-%m-%d %H:%M UTC')$( [ "$QUICK" = 1 ] && echo ' — **QUICK run (BENCH_QUICK=1): small sizes, short runs; not the figures of issue 5**')."
+    echo "Medians of $RUNS runs; every baseline was measured in the same run, on the same data."
+    echo
+    echo "## Machine and server"
+    echo
+    echo "- CPU: $NPROC x $CPU_MODEL; memory $MEM; load average at start $LOADAVG"
+    echo "- $PG_VERSION"
+    echo "- pg_sched $EXT_VERSION"
+    echo "- settings: $(echo "$SETTINGS" | paste -sd ';' | sed 's/;/; /g')"
+    echo "- pgbench: \`-n -M prepared\`, -T per run: workload 1 ${T1} s, 2 ${T2} s, 3 ${T3} s, 4 ${T4} s, 5 ${T5} s; -j 2 with more than one client"
+    echo
+    echo "## Results (medians)"
+    echo
+    cat "$TABLE"
+    echo
+    echo "## Targets"
+    echo
+    cat "$NOTES"
+    echo
+    echo "## Plot"
+    echo
+    echo "![scaling](scaling.png) $PLOT_NOTE"
+    echo
+    echo "Left: select_candidate p50 latency against the number of nodes serving the requested"
+    echo "capability, alone and with 10x nodes of other capabilities, and the SQL baseline."
+    echo "Right: dispatch_next(100) placements per second (1 client) against the number of"
+    echo "pending requests, and the plain queue claim."
+    echo
+    echo "## How it was measured"
+    echo
+    echo "- Data (bench/load.sql): generated by fixed arithmetic, no randomness. Fleet of workloads 1, 2, 4, 6: $FLEET nodes with"
+    echo "  zone/tier/rack labels, weights 50..150, about 9% of them not admissible (draining or disabled nodes, starting,"
+    echo "  cordoned or silent workers, workers without version 1.0), capacities and slots that never run out during a run."
+    echo "  Requests: capability build 1.0, priorities 0..2, queued over 30 minutes, a quarter prefer tier=fast, a tenth"
+    echo "  require a zone, 100..400 mcpu and 256/512 MB reserved, 4 steps per execution. Large fleets and queues are"
+    echo "  written with INSERT ... SELECT (sort_key = sched._queue_key(priority, queued_at))."
+    echo "- Baselines (bench/baselines.sql, loaded into the benchmark database only): write floor = the six writes of a"
+    echo "  dispatch (worker slot, node reservations, attempt, START command, timeline milestone, request DISPATCHED) on a"
+    echo "  node chosen in advance; plain queue claim = UPDATE of the next N requests selected FOR UPDATE SKIP LOCKED in"
+    echo "  queue-index order; PL/pgSQL = the same admission rules as one WHERE clause, the same score and tie-break, the"
+    echo "  same locks (advisory, request, execution FOR SHARE, worker+node FOR UPDATE SKIP LOCKED with re-check) and writes"
+    echo "  and NOTIFY, and dispatch_next's queue order, written plainly."
+    echo "- Workload 1 counts placements (new attempt rows) per second; runs of the three implementations alternate."
+    echo "  Workload 2 resets the database (everything pending, nothing reserved) before every run."
+    echo "- Workload 3: p50 of the per-transaction latencies pgbench logs (\`--log\`), 1 client, on the client side"
+    echo "  (includes the round trip)."
+    echo "- Workload 4 runs each dispatch_next in a transaction that is rolled back, so the queue stays at its size."
+    echo "- Workload 5: refused candidates are read from the UNSCHEDULABLE rows; candidates skipped before a successful"
+    echo "  dispatch are not visible in the result and are estimated from the scans of sched.worker (pg_stat_user_tables),"
+    echo "  calibrated without concurrency; pgbench failed transactions count deadlocks; bench.check_invariants() checks"
+    echo "  slots, capacity and counters after every run."
+    echo "- Workload 6: fresh backend, warm-up dispatch_next(1), peak RSS reset through /proc/self/clear_refs, then one call;"
+    echo "  RssAnon sampled every millisecond from /proc/<backend pid>/status."
+    echo
+    echo "## Every run"
+    echo
+    echo "| measurement | runs |"
+    echo "| --- | --- |"
+    awk -F'\t' '!seen[$1]++ { print $1 }' "$RES" | while read -r k; do
+        echo "| $k | $(values "$k") |"
+    done
+} >"$OUT/RESULTS.md"
+
+echo
+echo "pg_sched benchmark — medians of $RUNS runs$( [ "$QUICK" = 1 ] && echo ' (QUICK sizes)')"
+echo
+cat "$TABLE"
+echo
+cat "$NOTES"
+echo
+say "done: $OUT/RESULTS.md$( [ -f "$OUT/scaling.png" ] && echo ", $OUT/scaling.png")"
