@@ -23,9 +23,10 @@ SET client_min_messages = warning;
  * write_floor(request_id, node number): the six writes of a dispatch for the request,
  * on node `node_no` of fleet 'node' (chosen in advance by the caller: no selection, no
  * locks beyond those the writes take, no re-check): worker slot, node reservations,
- * attempt, START command, timeline milestone, request DISPATCHED.  Reads the request
- * row (by primary key) for the values the attempt carries.
- * notify => true also sends the NOTIFY that wakes the worker, as dispatch does.
+ * attempt, START command, timeline milestone, request DISPATCHED.  One statement
+ * (data-modifying CTEs, plan kept by PL/pgSQL), reading the request row by primary key
+ * for the values the attempt carries: the cheapest way to write these rows.
+ * p_notify => true also sends the NOTIFY that wakes the worker, as dispatch does.
  */
 CREATE FUNCTION bench.write_floor(p_request_id bigint, p_node_no int, p_at timestamptz DEFAULT now(),
                                   p_notify boolean DEFAULT false)
@@ -33,45 +34,59 @@ RETURNS uuid
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    r record;
     v_node text := bench.node_name('node', p_node_no);
     v_worker uuid := bench.worker_uuid('node', p_node_no, 'build');
     v_attempt uuid;
 BEGIN
-    SELECT x.execution_id, x.step_id, x.attempt_number, x.tenant, x.reserve_cpu_millis,
-           x.reserve_memory_mb, x.reserve_gpus
-      INTO r FROM sched.request x WHERE x.request_id = p_request_id;
-
-    UPDATE sched.worker SET live_attempts = live_attempts + 1 WHERE worker_id = v_worker;
-    UPDATE sched.node
-       SET reserved_cpu_millis = reserved_cpu_millis + r.reserve_cpu_millis,
-           reserved_memory_mb = reserved_memory_mb + r.reserve_memory_mb,
-           reserved_gpus = reserved_gpus + r.reserve_gpus,
-           live_attempts = live_attempts + 1
-     WHERE node_id = v_node;
-    INSERT INTO sched.attempt (request_id, execution_id, step_id, attempt_number, tenant, node_id,
-                               worker_id, worker_generation, lease_version, status,
-                               reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score,
-                               dispatched_at, lease_expires_at)
-    VALUES (p_request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, v_node,
-            v_worker, 1, 1, 'DISPATCHED', r.reserve_cpu_millis, r.reserve_memory_mb,
-            r.reserve_gpus, 100000, p_at, p_at + interval '300 s')
-    RETURNING attempt_id INTO v_attempt;
-    INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version,
-                               request_id, created_at)
-    VALUES (v_worker, 1, 'START', v_attempt, 1, p_request_id, p_at);
-    INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number,
-                                attempt_id, state, component, title, detail, at)
-    VALUES (r.execution_id, 'step.worker.selected:' || r.step_id || ':' || r.attempt_number,
-            'SCHEDULING', r.step_id, r.attempt_number, v_attempt, 'SUCCEEDED', 'Scheduler',
-            'Node and worker selected',
-            jsonb_build_object('node_id', v_node, 'worker_id', v_worker, 'score', 100000,
-                               'request_id', p_request_id), p_at)
-    ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING;
-    UPDATE sched.request
-       SET state = 'DISPATCHED', attempt_id = v_attempt, claim_id = NULL, claimed_until = NULL,
-           last_reason = NULL, tries = tries + 1
-     WHERE request_id = p_request_id;
+    WITH r AS (
+        SELECT x.request_id, x.execution_id, x.step_id, x.attempt_number, x.tenant,
+               x.reserve_cpu_millis, x.reserve_memory_mb, x.reserve_gpus
+          FROM sched.request x
+         WHERE x.request_id = p_request_id
+    ), w AS (
+        UPDATE sched.worker w SET live_attempts = w.live_attempts + 1
+         WHERE w.worker_id = v_worker
+        RETURNING w.generation
+    ), n AS (
+        UPDATE sched.node n
+           SET reserved_cpu_millis = n.reserved_cpu_millis + r.reserve_cpu_millis,
+               reserved_memory_mb = n.reserved_memory_mb + r.reserve_memory_mb,
+               reserved_gpus = n.reserved_gpus + r.reserve_gpus,
+               live_attempts = n.live_attempts + 1
+          FROM r
+         WHERE n.node_id = v_node
+    ), a AS (
+        INSERT INTO sched.attempt (request_id, execution_id, step_id, attempt_number, tenant, node_id,
+                                   worker_id, worker_generation, lease_version, status,
+                                   reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score,
+                                   dispatched_at, lease_expires_at)
+        SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, v_node,
+               v_worker, w.generation, 1, 'DISPATCHED', r.reserve_cpu_millis, r.reserve_memory_mb,
+               r.reserve_gpus, 100000, p_at, p_at + interval '300 s'
+          FROM r, w
+        RETURNING attempt_id, request_id, execution_id, step_id, attempt_number, worker_generation
+    ), c AS (
+        INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version,
+                                   request_id, created_at)
+        SELECT v_worker, a.worker_generation, 'START', a.attempt_id, 1, a.request_id, p_at FROM a
+    ), t AS (
+        INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number,
+                                    attempt_id, state, component, title, detail, at)
+        SELECT a.execution_id, 'step.worker.selected:' || a.step_id || ':' || a.attempt_number,
+               'SCHEDULING', a.step_id, a.attempt_number, a.attempt_id, 'SUCCEEDED', 'Scheduler',
+               'Node and worker selected',
+               jsonb_build_object('node_id', v_node, 'worker_id', v_worker, 'score', 100000,
+                                  'request_id', a.request_id), p_at
+          FROM a
+        ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING
+    ), u AS (
+        UPDATE sched.request x
+           SET state = 'DISPATCHED', attempt_id = a.attempt_id, claim_id = NULL, claimed_until = NULL,
+               last_reason = NULL, tries = x.tries + 1
+          FROM a
+         WHERE x.request_id = a.request_id
+    )
+    SELECT a.attempt_id INTO v_attempt FROM a;
     IF p_notify THEN
         PERFORM pg_notify('sched_worker_' || v_worker, 'START ' || v_attempt);
     END IF;
@@ -84,9 +99,11 @@ $$;
 -- ---------------------------------------------------------------------------------------
 
 /*
- * plain_claim(n): claims the next n ready requests of tenant 'default' in queue order,
- * FOR UPDATE SKIP LOCKED, as job queues (que, good_job, river, pg-boss...) claim jobs:
- * one UPDATE of the request rows, nothing else.  Returns how many it claimed.
+ * plain_claim(n): takes the next n ready requests of tenant 'default' in queue order,
+ * FOR UPDATE SKIP LOCKED, the way job queues (que, good_job, river, pg-boss...) take
+ * jobs: one UPDATE that moves the rows out of the ready set (here: state DISPATCHED with
+ * no attempt, "locked" until claimed_until, as a job queue marks a job running), no
+ * placement and nothing else written.  Returns how many it took.
  */
 CREATE FUNCTION bench.plain_claim(n int, p_at timestamptz DEFAULT now())
 RETURNS int
@@ -99,14 +116,14 @@ WITH next AS (
      ORDER BY r.sort_key, r.queued_at, r.request_id
      LIMIT n
        FOR UPDATE SKIP LOCKED
-), claimed AS (
+), taken AS (
     UPDATE sched.request r
-       SET state = 'CLAIMED', claim_id = c.id, claimed_until = p_at + interval '30 s'
-      FROM next, (SELECT gen_random_uuid() AS id) c
+       SET state = 'DISPATCHED', claimed_until = p_at + interval '30 s'
+      FROM next
      WHERE r.request_id = next.request_id
     RETURNING 1
 )
-SELECT count(*)::int FROM claimed
+SELECT count(*)::int FROM taken
 $$;
 
 -- ---------------------------------------------------------------------------------------

@@ -171,6 +171,16 @@ pgb() {
     PGB_RC=0
     pgbench -n -M prepared -c "$c" -j "$j" -T "$t" --random-seed=5 "$@" "$db" \
         >"$WORK/$name.out" 2>"$WORK/$name.err" || PGB_RC=$?
+    if [ "$PGB_RC" -ne 0 ] && grep -qE 'terminating connection due to administrator|server closed the connection|could not connect|Connection refused|shutting down|starting up' "$WORK/$name.err"; then
+        # the server restarted under us (e.g. the extension was reinstalled): once more
+        say "pgbench $name lost its connections; retrying once when the server is back"
+        sleep 3
+        for _ in $(seq 1 60); do pg_isready -q && break; sleep 1; done
+        sleep 2
+        PGB_RC=0
+        pgbench -n -M prepared -c "$c" -j "$j" -T "$t" --random-seed=5 "$@" "$db" \
+            >"$WORK/$name.out" 2>"$WORK/$name.err" || PGB_RC=$?
+    fi
     PGB_TPS=$(sed -nE 's/^tps = ([0-9.]+).*/\1/p' "$WORK/$name.out" | head -n 1)
     PGB_N=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/$name.out")
     PGB_FAILED=$(sed -nE 's/^number of failed transactions: ([0-9]+).*/\1/p' "$WORK/$name.out")
@@ -289,7 +299,7 @@ if wants 2; then
             esac
             pgb "w2_${impl}_$r" "$DB_DISPATCH" 8 "$T2" -D batch=$BATCH -f "$PGB_DIR/$script"
             if [ "$impl" = claim ]; then
-                made=$(sql "$DB_DISPATCH" -c "SELECT count(*) FROM sched.request WHERE state = 'CLAIMED'")
+                made=$(sql "$DB_DISPATCH" -c "SELECT count(*) FROM sched.request WHERE state = 'DISPATCHED'")
             else
                 made=$(count_attempts "$DB_DISPATCH")
             fi
@@ -311,9 +321,8 @@ fi
 # shared buffers it touches.
 mem_probe() { # N RUN -> sets MEM_HWM_KB MEM_ANON_KB (growth during the call)
     local n=$1 r=$2 pidfile=$WORK/mem_pid_${n}_$r statusfile=$WORK/mem_status_${n}_$r
-    local fifo=$WORK/mem_tick peak=0 base pid k v u psql_pid
+    local peak=0 base pid k v u psql_pid
     rm -f "$pidfile"
-    [ -p "$fifo" ] || mkfifo "$fifo"
     psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB_DISPATCH" >"$statusfile" 2>"$statusfile.err" <<SQL &
 \o $pidfile
 SELECT pg_backend_pid();
@@ -338,7 +347,7 @@ SQL
         while kill -0 "$psql_pid" 2>/dev/null; do
             while read -r k v u; do
                 [ "$k" = "RssAnon:" ] && { (( v > peak )) && peak=$v; break; }
-            done <"/proc/$pid/status" 2>/dev/null || break
+            done 2>/dev/null <"/proc/$pid/status" || break
             read -r -t 0.001 -u 9 _ || true
         done
     fi
@@ -382,7 +391,7 @@ w3_measure() { # LABEL NODES WITH_SQL
             f=w3_select_candidate.pgbench
             [ "$impl" = sql ] && f=w3_sql_select.pgbench
             rm -f "$WORK/w3log".*
-            pgb "w3_${label}_${impl}_$nodes_$r" "$DB_FLEET" 1 "$T3" -l --log-prefix="$WORK/w3log" -f "$PGB_DIR/$f"
+            pgb "w3_${label}_${impl}_${nodes}_${r}" "$DB_FLEET" 1 "$T3" -l --log-prefix="$WORK/w3log" -f "$PGB_DIR/$f"
             p50=$(cat "$WORK/w3log".* | awk '{ print $3 }' | sort -n |
                   awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2] / 1000; else print (v[NR / 2] + v[NR / 2 + 1]) / 2000 }')
             record "w3.$label.$impl.$nodes" "$p50"
@@ -455,6 +464,8 @@ if wants 5; then
     sleep 1.5
     s1=$(worker_scans)
     C_U=$(calc "($s1 - $s0) / 200")
+    # those requests must not reach the queue of the runs
+    sql "$DB_HOT" -c "DELETE FROM sched.request WHERE request_id > $HOT_QUEUE" >/dev/null
     say "W5 calibration: $(fmt "$C_S" 2) sched.worker scans per dispatch (1 client, $cal_d of $cal_rows rows DISPATCHED), $(fmt "$C_U" 2) per UNSCHEDULABLE row with nothing eligible ($(cat "$WORK/w5_cal2") of 200)"
 
     for r in $(seq 1 "$RUNS"); do
@@ -530,7 +541,7 @@ if wants 3; then
         pg=$(median "w3.plain.pg.$n"); sq=$(median "w3.plain.sql.$n")
         tgt="-"; mt="-"
         if [ "$n" = 10000 ]; then tgt="p50 <= 2 ms"; mt=$(yesno le "$pg" 2); fi
-        row 3 "select_candidate, $(fmt "$n") nodes" "p50 ms" "$(fmt "$pg" 3)" "SQL $(fmt "$sq" 3) ms" "$(ratio "$sq" "$pg")x faster" "$tgt" "$mt"
+        row 3 "select_candidate, $(fmt "$n") nodes" "p50 ms" "$(fmt "$pg" 3)" "SQL $(fmt "$sq" 3) ms" "$(ratio "$pg" "$sq")x SQL" "$tgt" "$mt"
     done
     for n in $W3_SIZES; do
         pg=$(median "w3.plain.pg.$n"); po=$(median "w3.others.pg.$n")

@@ -166,7 +166,28 @@ typedef struct SchedFleetCacheEntry
 	char	   *capability;
 	bool		all_nodes;
 	SchedFleet	fleet;
+	int		   *by_node;		/* row indexes sorted by node_id */
 } SchedFleetCacheEntry;
+
+/* A reservation made in a batch whose rows are not written yet (see reservation.c). */
+typedef struct SchedPendingReservation
+{
+	int64		request_id;
+	pg_uuid_t	execution_id;
+	pg_uuid_t	step_id;
+	int32		attempt_number;
+	char	   *tenant;
+	char	   *node_id;
+	pg_uuid_t	worker_id;
+	int64		generation;
+	int32		reserve_cpu_millis;
+	int64		reserve_memory_mb;
+	int32		reserve_gpus;
+	int64		score;
+	pg_uuid_t	attempt_id;
+} SchedPendingReservation;
+
+#define SCHED_PENDING_MAX 256
 
 typedef struct SchedFleetCache
 {
@@ -174,6 +195,18 @@ typedef struct SchedFleetCache
 	int			count;
 	int			allocated;
 	SchedFleetCacheEntry *entries;
+	SchedRanked *ranked;		/* scratch for ranking, as large as the largest fleet */
+	int			ranked_size;
+
+	/*
+	 * Deferred writes: with `defer`, reservations are kept here (at most
+	 * SCHED_PENDING_MAX, then flushed) and written together by
+	 * sched_flush_reservations(), which the batch must call before it ends.
+	 */
+	bool		defer;
+	TimestampTz at;
+	int			npending;
+	SchedPendingReservation pending[SCHED_PENDING_MAX];
 } SchedFleetCache;
 
 extern SchedFleet *sched_fleet_cached(SchedFleetCache *cache, const char *capability,
@@ -190,6 +223,10 @@ extern bool sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedF
 /* Another in-progress transaction holding the worker or node row of `row` (as read),
  * or InvalidTransactionId.  Takes no lock. */
 extern TransactionId sched_fleet_pair_locker(const SchedFleetRow *row);
+
+/* Admitted pairs of the fleet, scored, in fleet order, into out (fleet->count room);
+ * returns how many. */
+extern int	sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, SchedRanked *out);
 
 /* Admitted pairs of the fleet, scored and ranked best first (palloc'd; *count set). */
 extern SchedRanked *sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count);
@@ -233,6 +270,9 @@ extern bool sched_dispatch_request(int64 request_id, const SchedStepKey *key,
 								   const pg_uuid_t *claim_id, TimestampTz at,
 								   bool from_queue, SchedFleetCache *cache,
 								   SchedDispatchResult *res);
+
+/* Writes the batch's pending reservations (one statement), if any. */
+extern void sched_flush_reservations(SchedFleetCache *cache);
 
 /* Fills a sched.dispatch_result row (values/nulls of 8) from res. */
 extern void sched_dispatch_result_values(const SchedDispatchResult *res, Datum *values, bool *nulls);

@@ -1365,9 +1365,13 @@ RETURNS TABLE (node_id text, status text, workers int, workers_ready int, worker
                memory_mb bigint, memory_reserved_mb bigint, memory_free_mb bigint,
                gpus int, gpus_reserved int, gpus_free int, slots int, slots_used int,
                slots_free int, live_attempts int, weight int, labels jsonb)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM sched._require(at, 'at');
+    RETURN QUERY
 SELECT n.node_id,
        n.management_status,
        count(w.worker_id)::int,
@@ -1388,7 +1392,8 @@ SELECT n.node_id,
   FROM sched.node n
   LEFT JOIN sched.worker w ON w.node_id = n.node_id
  GROUP BY n.node_id
- ORDER BY n.node_id
+ ORDER BY n.node_id;
+END
 $$;
 CREATE VIEW sched.node_overview AS SELECT * FROM sched.node_overview(now());
 COMMENT ON VIEW sched.node_overview IS 'One row per node: status, workers, heartbeat age, capacity / reserved / free, slots.';
@@ -1397,16 +1402,20 @@ CREATE FUNCTION sched.pending(at timestamptz)
 RETURNS TABLE (request_id bigint, tenant text, capability text, priority int,
                effective_priority numeric, waited interval, tries int, next_try_at timestamptz,
                state text, explanation text, blocked text, pinned_to text, last_reason text)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM sched._require(at, 'at');
+    RETURN QUERY
 SELECT r.request_id,
        r.tenant,
        r.capability || '@' || r.capability_version,
        r.priority,
-       round((r.priority + extract(epoch FROM $1 - r.queued_at)
+       round((r.priority + greatest(extract(epoch FROM $1 - r.queued_at), 0)
                           / sched._setting_seconds('sched.aging_interval'))::numeric, 2),
-       date_trunc('second', $1 - r.queued_at),
+       date_trunc('second', greatest($1 - r.queued_at, interval '0')),
        r.tries,
        greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END),
        r.state,
@@ -1416,7 +1425,8 @@ SELECT r.request_id,
        r.last_reason
   FROM sched.request r
   JOIN sched._pending_explanations($1) x ON x.request_id = r.request_id
- ORDER BY r.queued_at, r.request_id
+ ORDER BY r.queued_at, r.request_id;
+END
 $$;
 CREATE VIEW sched.pending AS SELECT * FROM sched.pending(now());
 COMMENT ON VIEW sched.pending IS 'One row per pending or claimed request, with a live explanation of why it waits.';
@@ -1424,9 +1434,13 @@ COMMENT ON VIEW sched.pending IS 'One row per pending or claimed request, with a
 CREATE FUNCTION sched.queue_stats(at timestamptz)
 RETURNS TABLE (tenant text, capability text, pending int, ready_now int, oldest_wait interval,
                dispatched_5m int, p50_wait interval, p95_wait interval, starving int)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM sched._require(at, 'at');
+    RETURN QUERY
 WITH waiting AS (
     SELECT r.tenant, r.capability,
            count(*) AS pending,
@@ -1458,7 +1472,8 @@ SELECT tenant, capability,
        coalesce(w.starving, 0)::int
   FROM waiting w
   FULL JOIN recent d USING (tenant, capability)
- ORDER BY tenant, capability
+ ORDER BY tenant, capability;
+END
 $$;
 CREATE VIEW sched.queue_stats AS SELECT * FROM sched.queue_stats(now());
 COMMENT ON VIEW sched.queue_stats IS 'Per tenant and capability: queue depth, oldest wait, recent dispatch waits, starving requests.';
@@ -1469,9 +1484,13 @@ RETURNS TABLE (attempt_id uuid, execution_id uuid, step_id uuid, attempt_number 
                lease_remaining interval, lease_version bigint, dispatched_at timestamptz,
                started_at timestamptz, finished_at timestamptz, duration interval,
                reserve_cpu_millis int, reserve_memory_mb bigint, reserve_gpus int, score bigint)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM sched._require(at, 'at');
+    RETURN QUERY
 SELECT a.attempt_id, a.execution_id, a.step_id, a.attempt_number, a.tenant, a.node_id,
        a.worker_id, a.status,
        CASE
@@ -1487,7 +1506,8 @@ SELECT a.attempt_id, a.execution_id, a.step_id, a.attempt_number, a.tenant, a.no
        a.reserve_cpu_millis, a.reserve_memory_mb, a.reserve_gpus, a.score
   FROM sched.attempt a
   JOIN sched.worker w ON w.worker_id = a.worker_id
- ORDER BY (a.status IN ('DISPATCHED', 'RUNNING')) DESC, a.dispatched_at DESC, a.attempt_id
+ ORDER BY (a.status IN ('DISPATCHED', 'RUNNING')) DESC, a.dispatched_at DESC, a.attempt_id;
+END
 $$;
 CREATE VIEW sched.attempt_overview AS SELECT * FROM sched.attempt_overview(now());
 COMMENT ON VIEW sched.attempt_overview IS 'Attempts with their lease state: held, expired (to be reaped), orphaned (worker re-registered), released.';
@@ -1519,6 +1539,25 @@ RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT trim_scale(round(millis / 1000.0, 3))::text $$;
+
+/* An amount with its unit, singular or plural: (1, 'GPU') -> '1 GPU', ('1.5', 'CPU') -> '1.5 CPUs'. */
+CREATE FUNCTION sched._amount(amount text, unit text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT amount || ' ' || unit || CASE WHEN amount = '1' THEN '' ELSE 's' END $$;
+
+/* A duration for people, whatever the session's IntervalStyle: '90 s', '2 min 5 s', '3 h 0 min'. */
+CREATE FUNCTION sched._duration(d interval)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT CASE WHEN secs < 60 THEN secs || ' s'
+            WHEN secs < 3600 THEN (secs / 60) || ' min ' || (secs % 60) || ' s'
+            ELSE (secs / 3600) || ' h ' || (secs % 3600 / 60) || ' min' END
+  FROM (SELECT greatest(ceil(extract(epoch FROM d)), 0)::bigint AS secs) x
+$$;
 
 /*
  * explain(request_id, at): a report for one request: its constraints, every node with
@@ -1552,12 +1591,12 @@ BEGIN
     out := out || format('request %s: %s@%s for tenant %s, priority %s, attempt %s of %s',
                          r.request_id, r.capability, r.capability_version, r.tenant, r.priority,
                          r.attempt_number, r.max_attempts);
-    out := out || format('  state %s, queued %s ago, %s tries, next try %s',
-                         r.state, date_trunc('second', at - r.queued_at), r.tries,
+    out := out || format('  state %s, waited %s, tries: %s, next try %s',
+                         r.state, sched._duration(at - r.queued_at), r.tries,
                          CASE WHEN r.available_at <= at THEN 'now'
-                              ELSE 'in ' || date_trunc('second', r.available_at - at)::text END);
+                              ELSE 'in ' || sched._duration(r.available_at - at) END);
     out := out || format('  requires: %s; prefers: %s', r.required_labels, r.preferred_labels);
-    out := out || format('  minimum: %s CPUs, %s MB memory, %s GPUs; reserves: %s CPUs, %s MB, %s GPUs',
+    out := out || format('  minimum: cpu %s, memory %s MB, gpus %s; reserves: cpu %s, memory %s MB, gpus %s',
                          sched._cpus(r.min_cpu_millis), r.min_memory_mb, r.min_gpus,
                          sched._cpus(r.reserve_cpu_millis), r.reserve_memory_mb, r.reserve_gpus);
     out := out || format('  heartbeat TTL %s s%s', ttl,
@@ -1618,21 +1657,21 @@ BEGIN
                  q.node_id, r.capability_version, array_to_string(q.capability_versions, ', '))
             WHEN 'required_labels_mismatch' THEN format('%s would qualify with labels %s (it has %s)',
                  q.node_id, r.required_labels, q.labels)
-            WHEN 'insufficient_cpu' THEN format('%s would qualify with %s CPUs (it has %s)',
-                 q.node_id, sched._cpus(greatest(r.min_cpu_millis, r.reserve_cpu_millis)), sched._cpus(q.cpu_millis))
+            WHEN 'insufficient_cpu' THEN format('%s would qualify with %s (it has %s)',
+                 q.node_id, sched._amount(sched._cpus(greatest(r.min_cpu_millis, r.reserve_cpu_millis)), 'CPU'),
+                 sched._cpus(q.cpu_millis))
             WHEN 'insufficient_memory' THEN format('%s would qualify with %s MB of memory (it has %s MB)',
                  q.node_id, greatest(r.min_memory_mb, r.reserve_memory_mb), q.memory_mb)
-            WHEN 'insufficient_gpus' THEN format('%s would qualify with %s GPUs (it has %s)',
-                 q.node_id, greatest(r.min_gpus, r.reserve_gpus), q.gpus)
-            WHEN 'no_free_slot' THEN format('%s would qualify when one of its %s live attempts ends',
-                 q.node_id, q.worker_live)
-            WHEN 'cpu_exhausted' THEN format('%s would qualify when %s more CPUs are released (%s free)',
-                 q.node_id, sched._cpus(r.reserve_cpu_millis - (q.cpu_millis - q.reserved_cpu_millis)),
-                 sched._cpus(q.cpu_millis - q.reserved_cpu_millis))
-            WHEN 'memory_exhausted' THEN format('%s would qualify when %s more MB are released (%s MB free)',
-                 q.node_id, r.reserve_memory_mb - (q.memory_mb - q.reserved_memory_mb), q.memory_mb - q.reserved_memory_mb)
-            WHEN 'gpus_exhausted' THEN format('%s would qualify when %s more GPUs are released (%s free)',
-                 q.node_id, r.reserve_gpus - (q.gpus - q.reserved_gpus), q.gpus - q.reserved_gpus)
+            WHEN 'insufficient_gpus' THEN format('%s would qualify with %s (it has %s)',
+                 q.node_id, sched._amount(greatest(r.min_gpus, r.reserve_gpus)::text, 'GPU'), q.gpus)
+            WHEN 'no_free_slot' THEN format('%s would qualify when one of its %s ends',
+                 q.node_id, sched._amount(q.worker_live::text, 'live attempt'))
+            WHEN 'cpu_exhausted' THEN format('%s would qualify when its free CPUs reach %s (now %s)',
+                 q.node_id, sched._cpus(r.reserve_cpu_millis), sched._cpus(q.cpu_millis - q.reserved_cpu_millis))
+            WHEN 'memory_exhausted' THEN format('%s would qualify when its free memory reaches %s MB (now %s MB)',
+                 q.node_id, r.reserve_memory_mb, q.memory_mb - q.reserved_memory_mb)
+            WHEN 'gpus_exhausted' THEN format('%s would qualify when its free GPUs reach %s (now %s)',
+                 q.node_id, r.reserve_gpus, q.gpus - q.reserved_gpus)
             ELSE format('%s: %s', q.node_id, q.reason) END);
     END LOOP;
 
@@ -1641,7 +1680,7 @@ BEGIN
     SELECT max(n.cpu_millis) INTO biggest FROM sched.node n;
     IF need > 0 AND biggest < need THEN
         misses := misses + 1;
-        out := out || format('  no node has %s CPUs; the largest has %s', sched._cpus(need), sched._cpus(biggest));
+        out := out || format('  no node has %s; the largest has %s', sched._amount(sched._cpus(need), 'CPU'), sched._cpus(biggest));
     END IF;
     need := greatest(r.min_memory_mb, r.reserve_memory_mb);
     SELECT max(n.memory_mb) INTO biggest FROM sched.node n;
@@ -1653,7 +1692,7 @@ BEGIN
     SELECT max(n.gpus) INTO biggest FROM sched.node n;
     IF need > 0 AND biggest < need THEN
         misses := misses + 1;
-        out := out || format('  no node has %s GPUs; the largest has %s', need, biggest);
+        out := out || format('  no node has %s; the largest has %s', sched._amount(need::text, 'GPU'), biggest);
     END IF;
     IF NOT EXISTS (SELECT 1 FROM sched.worker w WHERE w.capability = r.capability) THEN
         misses := misses + 1;
@@ -1706,6 +1745,8 @@ GRANT EXECUTE ON FUNCTION
     sched._pending_explanations(timestamptz),
     sched._setting_seconds(text),
     sched._cpus(bigint),
+    sched._amount(text, text),
+    sched._duration(interval),
     sched._require(anyelement, text),
     sched._unknown(text, text)
 TO sched_observer;

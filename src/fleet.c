@@ -71,6 +71,9 @@ static SchedStatement pair_lock_skip = {
 	1, {UUIDOID}
 };
 
+static void index_by_node(SchedFleetCacheEntry *e);
+static SchedFleetRow *row_of_node(SchedFleetCacheEntry *e, const char *node_id);
+
 static SchedNodeStatus
 node_status(const char *s)
 {
@@ -186,6 +189,8 @@ sched_fleet_cached(SchedFleetCache *cache, const char *capability, bool all_node
 		if (cache->entries[i].all_nodes == all_nodes &&
 			strcmp(cache->entries[i].capability, capability) == 0)
 			return &cache->entries[i].fleet;
+	/* the new read must see the batch's reservations: write them first */
+	sched_flush_reservations(cache);
 	old = MemoryContextSwitchTo(cache->cxt);
 	if (cache->count == cache->allocated)
 	{
@@ -200,6 +205,14 @@ sched_fleet_cached(SchedFleetCache *cache, const char *capability, bool all_node
 	sched_fleet_load(capability,
 					 SCHED_FLEET_FRESH | SCHED_FLEET_LABELS | (all_nodes ? SCHED_FLEET_ALL_NODES : 0),
 					 &e->fleet);
+	index_by_node(e);
+	if (e->fleet.count > cache->ranked_size)
+	{
+		cache->ranked_size = e->fleet.count;
+		cache->ranked = cache->ranked == NULL
+			? palloc(sizeof(SchedRanked) * cache->ranked_size)
+			: repalloc(cache->ranked, sizeof(SchedRanked) * cache->ranked_size);
+	}
 	MemoryContextSwitchTo(old);
 	return &e->fleet;
 }
@@ -208,43 +221,38 @@ void
 sched_fleet_cache_update(SchedFleetCache *cache, const SchedFleetRow *fresh)
 {
 	int			i;
-	int			k;
 
 	if (cache == NULL)
 		return;
 	for (i = 0; i < cache->count; i++)
 	{
-		SchedFleet *f = &cache->entries[i].fleet;
+		SchedFleetRow *r = row_of_node(&cache->entries[i], fresh->c.node_id);
+		SchedCandidate *c;
 
-		for (k = 0; k < f->count; k++)
+		if (r == NULL)
+			continue;
+		c = &r->c;
+		/* node fields: shared by the node's workers of every capability */
+		c->management_status = fresh->c.management_status;
+		c->cpu_millis = fresh->c.cpu_millis;
+		c->memory_mb = fresh->c.memory_mb;
+		c->gpus = fresh->c.gpus;
+		c->weight = fresh->c.weight;
+		c->reserved_cpu_millis = fresh->c.reserved_cpu_millis;
+		c->reserved_memory_mb = fresh->c.reserved_memory_mb;
+		c->reserved_gpus = fresh->c.reserved_gpus;
+		c->node_live_attempts = fresh->c.node_live_attempts;
+		/* worker fields: only the row of that worker (labels and versions, which live
+		 * in the caller's memory, are not copied) */
+		if (c->has_worker && memcmp(&r->worker_id, &fresh->worker_id, sizeof(pg_uuid_t)) == 0)
 		{
-			SchedFleetRow *r = &f->rows[k];
-			SchedCandidate *c = &r->c;
-
-			if (strcmp(c->node_id, fresh->c.node_id) != 0)
-				continue;
-			/* node fields: shared by the node's workers of every capability */
-			c->management_status = fresh->c.management_status;
-			c->cpu_millis = fresh->c.cpu_millis;
-			c->memory_mb = fresh->c.memory_mb;
-			c->gpus = fresh->c.gpus;
-			c->weight = fresh->c.weight;
-			c->reserved_cpu_millis = fresh->c.reserved_cpu_millis;
-			c->reserved_memory_mb = fresh->c.reserved_memory_mb;
-			c->reserved_gpus = fresh->c.reserved_gpus;
-			c->node_live_attempts = fresh->c.node_live_attempts;
-			/* worker fields: only the row of that worker (labels and versions, which
-			 * live in the caller's memory, are not copied) */
-			if (c->has_worker && memcmp(&r->worker_id, &fresh->worker_id, sizeof(pg_uuid_t)) == 0)
-			{
-				c->runtime_state = fresh->c.runtime_state;
-				c->scheduling_status = fresh->c.scheduling_status;
-				c->has_heartbeat = fresh->c.has_heartbeat;
-				c->last_heartbeat = fresh->c.last_heartbeat;
-				c->slots = fresh->c.slots;
-				c->worker_live_attempts = fresh->c.worker_live_attempts;
-				r->generation = fresh->generation;
-			}
+			c->runtime_state = fresh->c.runtime_state;
+			c->scheduling_status = fresh->c.scheduling_status;
+			c->has_heartbeat = fresh->c.has_heartbeat;
+			c->last_heartbeat = fresh->c.last_heartbeat;
+			c->slots = fresh->c.slots;
+			c->worker_live_attempts = fresh->c.worker_live_attempts;
+			r->generation = fresh->generation;
 		}
 	}
 }
@@ -329,10 +337,9 @@ sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row
 	return true;
 }
 
-SchedRanked *
-sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count)
+int
+sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, SchedRanked *out)
 {
-	SchedRanked *ranked = palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
 	int			n = 0;
 	int			i;
 
@@ -340,13 +347,67 @@ sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count)
 	{
 		if (sched_admission(p, &fleet->rows[i].c) != 0)
 			continue;
-		sched_score(p, &fleet->rows[i].c, &ranked[n]);
-		ranked[n].index = i;
+		sched_score(p, &fleet->rows[i].c, &out[n]);
+		out[n].index = i;
 		n++;
 	}
-	sched_rank(ranked, n);
-	*count = n;
+	return n;
+}
+
+SchedRanked *
+sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count)
+{
+	SchedRanked *ranked = palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
+
+	*count = sched_fleet_admit(p, fleet, ranked);
+	sched_rank(ranked, *count);
 	return ranked;
+}
+
+static const SchedFleet *sort_fleet;
+
+static int
+row_node_cmp(const void *a, const void *b)
+{
+	return strcmp(sort_fleet->rows[*(const int *) a].c.node_id,
+				  sort_fleet->rows[*(const int *) b].c.node_id);
+}
+
+/* Builds e->by_node: row indexes of e's fleet sorted by node_id (one row per node). */
+static void
+index_by_node(SchedFleetCacheEntry *e)
+{
+	int			i;
+
+	e->by_node = palloc(sizeof(int) * Max(e->fleet.count, 1));
+	for (i = 0; i < e->fleet.count; i++)
+		e->by_node[i] = i;
+	sort_fleet = &e->fleet;
+	qsort(e->by_node, e->fleet.count, sizeof(int), row_node_cmp);
+	sort_fleet = NULL;
+}
+
+/* The row of node_id in e's fleet, or NULL. */
+static SchedFleetRow *
+row_of_node(SchedFleetCacheEntry *e, const char *node_id)
+{
+	int			lo = 0;
+	int			hi = e->fleet.count - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		SchedFleetRow *r = &e->fleet.rows[e->by_node[mid]];
+		int			c = strcmp(r->c.node_id, node_id);
+
+		if (c == 0)
+			return r;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
 }
 
 char *

@@ -424,7 +424,7 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 	int			scanned = 0;
 	MemoryContext per_request;
 	MemoryContext outer;
-	SchedFleetCache cache = {0};
+	SchedFleetCache *cache;
 
 	sched_check_not_null(fcinfo, 3, "at");
 	at = PG_GETARG_TIMESTAMPTZ(3);
@@ -436,7 +436,10 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 	outer = CurrentMemoryContext;
 	per_request = AllocSetContextCreate(outer, "pg_sched dispatch_next request",
 										ALLOCSET_DEFAULT_SIZES);
-	cache.cxt = outer;			/* one fleet read per capability for the whole call */
+	cache = palloc0(sizeof(SchedFleetCache));
+	cache->cxt = outer;			/* one fleet read per capability for the whole call */
+	cache->defer = true;		/* and one write statement per SCHED_PENDING_MAX placements */
+	cache->at = at;
 	while (dispatched < max_dispatches && scanned < max_dispatches * 4 + 64)
 	{
 		QueueTenant *t;
@@ -450,7 +453,7 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 			break;
 		scanned++;
 		MemoryContextSwitchTo(per_request);
-		if (sched_dispatch_request(id, &key, NULL, at, true, &cache, &res))
+		if (sched_dispatch_request(id, &key, NULL, at, true, cache, &res))
 		{
 			sched_dispatch_result_values(&res, values, nulls);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -464,6 +467,7 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(outer);
 		MemoryContextReset(per_request);
 	}
+	sched_flush_reservations(cache);
 	SPI_finish();
 	return (Datum) 0;
 }

@@ -48,7 +48,9 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(sched_dispatch_attempt);
 PG_FUNCTION_INFO_V1(sched_step_lock_key);
@@ -164,6 +166,159 @@ static SchedStatement reservation_writes = {
 		INT4OID, INT8OID, INT4OID, INT8OID, TIMESTAMPTZOID, FLOAT8OID, UUIDOID}
 };
 
+/*
+ * The same writes for a whole batch of reservations (dispatch_next): one row per
+ * reservation in the arrays; the worker and node counters are summed per row.
+ */
+static SchedStatement reservation_writes_batch = {
+	"WITH p AS MATERIALIZED ( "
+	"  SELECT p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
+	"         p.node_id COLLATE \"C\" AS node_id, p.worker_id, p.generation, p.cpu, p.mem, "
+	"         p.gpus, p.score, p.attempt_id, p.ord "
+	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::uuid[]), "
+	"                    pg_catalog.unnest($3::uuid[]), pg_catalog.unnest($4::int4[]), "
+	"                    pg_catalog.unnest($5::text[]), pg_catalog.unnest($6::text[]), "
+	"                    pg_catalog.unnest($7::uuid[]), pg_catalog.unnest($8::int8[]), "
+	"                    pg_catalog.unnest($9::int4[]), pg_catalog.unnest($10::int8[]), "
+	"                    pg_catalog.unnest($11::int4[]), pg_catalog.unnest($12::int8[]), "
+	"                    pg_catalog.unnest($13::uuid[])) WITH ORDINALITY "
+	"         AS p(request_id, execution_id, step_id, attempt_number, tenant, node_id, "
+	"              worker_id, generation, cpu, mem, gpus, score, attempt_id, ord) "
+	"), w AS ( "
+	"  UPDATE sched.worker x SET live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
+	"    FROM (SELECT p.worker_id, pg_catalog.count(*)::int4 AS n FROM p GROUP BY p.worker_id) d "
+	"   WHERE x.worker_id OPERATOR(pg_catalog.=) d.worker_id RETURNING 1 "
+	"), n AS ( "
+	"  UPDATE sched.node x SET "
+	"         reserved_cpu_millis = x.reserved_cpu_millis OPERATOR(pg_catalog.+) d.cpu, "
+	"         reserved_memory_mb = x.reserved_memory_mb OPERATOR(pg_catalog.+) d.mem, "
+	"         reserved_gpus = x.reserved_gpus OPERATOR(pg_catalog.+) d.gpus, "
+	"         live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
+	"    FROM (SELECT p.node_id, pg_catalog.count(*)::int4 AS n, pg_catalog.sum(p.cpu)::int4 AS cpu, "
+	"                 pg_catalog.sum(p.mem)::int8 AS mem, pg_catalog.sum(p.gpus)::int4 AS gpus "
+	"            FROM p GROUP BY p.node_id) d "
+	"   WHERE x.node_id OPERATOR(pg_catalog.=) d.node_id RETURNING 1 "
+	"), a AS ( "
+	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, "
+	"         tenant, node_id, worker_id, worker_generation, lease_version, status, "
+	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, "
+	"         lease_expires_at) "
+	"  SELECT p.attempt_id, p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
+	"         p.node_id, p.worker_id, p.generation, 1, 'DISPATCHED', p.cpu, p.mem, p.gpus, p.score, "
+	"         $14, $14 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $15) FROM p "
+	"  RETURNING 1 "
+	"), c AS ( "
+	"  INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
+	"         request_id, created_at) "
+	"  SELECT p.worker_id, p.generation, 'START', p.attempt_id, 1, p.request_id, $14 "
+	"    FROM p ORDER BY p.ord RETURNING 1 "
+	"), t AS ( "
+	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
+	"         attempt_id, state, component, title, detail, at) "
+	"  SELECT p.execution_id, 'step.worker.selected:' OPERATOR(pg_catalog.||) p.step_id::text "
+	"         OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) p.attempt_number::text, "
+	"         'SCHEDULING', p.step_id, p.attempt_number, p.attempt_id, 'SUCCEEDED', 'Scheduler', "
+	"         'Node and worker selected', "
+	"         pg_catalog.jsonb_build_object('node_id', p.node_id, 'worker_id', p.worker_id, "
+	"                                       'score', p.score, 'request_id', p.request_id), $14 "
+	"    FROM p ORDER BY p.ord "
+	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
+	"), r AS ( "
+	"  UPDATE sched.request x SET state = 'DISPATCHED', attempt_id = p.attempt_id, claim_id = NULL, "
+	"         claimed_until = NULL, last_reason = NULL, tries = x.tries OPERATOR(pg_catalog.+) 1 "
+	"    FROM p WHERE x.request_id OPERATOR(pg_catalog.=) p.request_id RETURNING 1 "
+	") "
+	"SELECT (SELECT pg_catalog.count(*) FROM r), (SELECT pg_catalog.count(*) FROM a)",
+	15, {INT8ARRAYOID, UUIDARRAYOID, UUIDARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+		UUIDARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID,
+		UUIDARRAYOID, TIMESTAMPTZOID, FLOAT8OID}
+};
+
+static Datum
+array_of(Datum *elems, int n, Oid type)
+{
+	int16		len;
+	bool		byval;
+	char		align;
+
+	get_typlenbyvalalign(type, &len, &byval, &align);
+	return PointerGetDatum(construct_array(elems, n, type, len, byval, align));
+}
+
+void
+sched_flush_reservations(SchedFleetCache *cache)
+{
+	int			n = cache == NULL ? 0 : cache->npending;
+	Datum	   *cols[13];
+	Datum		v[15];
+	int			i;
+	int			k;
+	static const Oid types[13] = {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID,
+	UUIDOID, INT8OID, INT4OID, INT8OID, INT4OID, INT8OID, UUIDOID};
+
+	if (n == 0)
+		return;
+	for (k = 0; k < 13; k++)
+		cols[k] = palloc(sizeof(Datum) * n);
+	for (i = 0; i < n; i++)
+	{
+		SchedPendingReservation *r = &cache->pending[i];
+
+		cols[0][i] = Int64GetDatum(r->request_id);
+		cols[1][i] = UUIDPGetDatum(&r->execution_id);
+		cols[2][i] = UUIDPGetDatum(&r->step_id);
+		cols[3][i] = Int32GetDatum(r->attempt_number);
+		cols[4][i] = CStringGetTextDatum(r->tenant);
+		cols[5][i] = CStringGetTextDatum(r->node_id);
+		cols[6][i] = UUIDPGetDatum(&r->worker_id);
+		cols[7][i] = Int64GetDatum(r->generation);
+		cols[8][i] = Int32GetDatum(r->reserve_cpu_millis);
+		cols[9][i] = Int64GetDatum(r->reserve_memory_mb);
+		cols[10][i] = Int32GetDatum(r->reserve_gpus);
+		cols[11][i] = Int64GetDatum(r->score);
+		cols[12][i] = UUIDPGetDatum(&r->attempt_id);
+	}
+	for (k = 0; k < 13; k++)
+		v[k] = array_of(cols[k], n, types[k]);
+	v[13] = TimestampTzGetDatum(cache->at);
+	v[14] = Float8GetDatum((double) sched_lease_ttl_s);
+	sched_spi_exec(&reservation_writes_batch, v, NULL, false, 1, SPI_OK_SELECT);
+	if (sched_spi_int64(0, 1) != n || sched_spi_int64(0, 2) != n)
+		elog(ERROR, "pg_sched: batched reservation wrote " INT64_FORMAT " of %d requests",
+			 sched_spi_int64(0, 1), n);
+	cache->npending = 0;
+	for (k = 0; k < 13; k++)
+		pfree(cols[k]);
+}
+
+/*
+ * The batch's unwritten reservations on the worker and node of `row`, added to the rows
+ * read from the table: what the counters will be once the batch is written.  Only the
+ * batch's own transaction can change these rows meanwhile (it holds them locked).
+ */
+static void
+add_pending(const SchedFleetCache *cache, SchedFleetRow *row)
+{
+	int			i;
+
+	if (cache == NULL)
+		return;
+	for (i = 0; i < cache->npending; i++)
+	{
+		const SchedPendingReservation *r = &cache->pending[i];
+
+		if (memcmp(&r->worker_id, &row->worker_id, sizeof(pg_uuid_t)) == 0)
+			row->c.worker_live_attempts++;
+		if (strcmp(r->node_id, row->c.node_id) == 0)
+		{
+			row->c.node_live_attempts++;
+			row->c.reserved_cpu_millis += r->reserve_cpu_millis;
+			row->c.reserved_memory_mb += r->reserve_memory_mb;
+			row->c.reserved_gpus += r->reserve_gpus;
+		}
+	}
+}
+
 /* The key of the advisory lock on (step_id, attempt_number): 64 bits of a hash of the
  * step's 16 bytes followed by the attempt number, big-endian. */
 static int64
@@ -275,10 +430,36 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	v[12] = TimestampTzGetDatum(args->at);
 	v[13] = Float8GetDatum((double) sched_lease_ttl_s);
 	v[14] = UUIDPGetDatum(&res->attempt_id);
-	sched_spi_exec(&reservation_writes, v, NULL, false, 1, SPI_OK_SELECT);
-	if (sched_spi_int64(0, 1) != 3)
-		elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " wrote an unexpected number of rows",
-			 req->request_id);
+	if (cache != NULL && cache->defer)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cache->cxt);
+		SchedPendingReservation *r;
+
+		if (cache->npending == SCHED_PENDING_MAX)
+			sched_flush_reservations(cache);
+		r = &cache->pending[cache->npending++];
+		r->request_id = req->request_id;
+		r->execution_id = req->execution_id;
+		r->step_id = req->step_id;
+		r->attempt_number = req->attempt_number;
+		r->tenant = pstrdup(req->tenant);
+		r->node_id = pstrdup(row->c.node_id);
+		r->worker_id = row->worker_id;
+		r->generation = row->generation;
+		r->reserve_cpu_millis = (int32) p->reserve_cpu_millis;
+		r->reserve_memory_mb = p->reserve_memory_mb;
+		r->reserve_gpus = (int32) p->reserve_gpus;
+		r->score = scored.score;
+		r->attempt_id = res->attempt_id;
+		MemoryContextSwitchTo(old);
+	}
+	else
+	{
+		sched_spi_exec(&reservation_writes, v, NULL, false, 1, SPI_OK_SELECT);
+		if (sched_spi_int64(0, 1) != 3)
+			elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " wrote an unexpected number of rows",
+				 req->request_id);
+	}
 
 	/* what the updates above did, for the batch's cached fleet */
 	row->c.worker_live_attempts++;
@@ -324,6 +505,7 @@ lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen,
 	if (!*locked)
 		return false;			/* locked since the check; it may hold the worker row */
 	note_dispatch_lock();
+	add_pending(cache, fresh);
 	sched_fleet_cache_update(cache, fresh);
 	if (fresh->generation != seen_generation)
 		return false;
@@ -365,8 +547,12 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 		tries_added = 1;
 	}
 	else
+	{
+		/* contention only: stays ready (available_at unchanged), no try counted */
+		next = Max(req->available_at, args->at);
 		summary = psprintf("%s; %d candidate%s held or taken by concurrent dispatches",
 						   summary, conflicts, conflicts == 1 ? "" : "s");
+	}
 
 	v[0] = Int64GetDatum(req->request_id);
 	v[1] = Int32GetDatum(tries_added);
@@ -376,24 +562,54 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 	set_outcome(res, "UNSCHEDULABLE", summary);
 }
 
-/* A retry avoids the node that lost or failed the step: that node moves to the end of
- * the ranking, so it is taken only when no other eligible node can be reserved. */
+/* busy pairs remembered for the second try after waiting */
+#define SKIPPED_MAX 64
+
+/*
+ * Candidates are tried best first, but ranked lazily: select_next() moves the best of
+ * ranked[k..n-1] to position k, so a dispatch that succeeds with its first choice costs
+ * one pass over the candidates instead of a sort.  A retry avoids the node that lost or
+ * failed the step: that node is kept at the end (tried only after every other one).
+ */
 static void
-rank_avoid_last(SchedRanked *ranked, int n, const char *avoid_node_id)
+select_next(SchedRanked *ranked, int n, int k, bool avoided_last)
+{
+	int			end = avoided_last ? n - 1 : n;
+	int			best = k;
+	int			i;
+
+	if (k >= end)
+		return;
+	for (i = k + 1; i < end; i++)
+		if (sched_ranked_cmp(&ranked[i], &ranked[best]) < 0)
+			best = i;
+	if (best != k)
+	{
+		SchedRanked tmp = ranked[k];
+
+		ranked[k] = ranked[best];
+		ranked[best] = tmp;
+	}
+}
+
+/* Moves avoid_node_id's entry to the end; true if it was there (and others are). */
+static bool
+avoid_last(SchedRanked *ranked, int n, const char *avoid_node_id)
 {
 	int			i;
 
 	if (avoid_node_id == NULL || n < 2)
-		return;
+		return false;
 	for (i = 0; i < n; i++)
 		if (strcmp(ranked[i].node_id, avoid_node_id) == 0)
 		{
-			SchedRanked avoided = ranked[i];
+			SchedRanked tmp = ranked[n - 1];
 
-			memmove(&ranked[i], &ranked[i + 1], sizeof(SchedRanked) * (n - i - 1));
-			ranked[n - 1] = avoided;
-			return;
+			ranked[n - 1] = ranked[i];
+			ranked[i] = tmp;
+			return true;
 		}
+	return false;
 }
 
 /*
@@ -448,6 +664,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	int			nskipped = 0;
 	bool		holds_pair = false;
 	bool		may_wait;
+	bool		avoided_last;
 
 	memset(res, 0, sizeof(*res));
 	res->request_id = request_id;
@@ -548,16 +765,18 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	else
 		sched_fleet_load(args.p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args.p, false),
 						 &local);
-	ranked = sched_fleet_rank(&args.p, fleet, &n);
-	rank_avoid_last(ranked, n, req.avoid_node_id);
-	skipped = palloc(sizeof(int) * Max(n, 1));
-	lockers = palloc(sizeof(TransactionId) * Max(n, 1));
+	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
+	n = sched_fleet_admit(&args.p, fleet, ranked);
+	avoided_last = avoid_last(ranked, n, req.avoid_node_id);
+	skipped = palloc(sizeof(int) * SKIPPED_MAX);
+	lockers = palloc(sizeof(TransactionId) * SKIPPED_MAX);
 	for (i = 0; i < n; i++)
 	{
 		SchedFleetRow fresh;
 		bool		locked;
 		TransactionId locker;
 
+		select_next(ranked, n, i, avoided_last);
 		if (lock_and_recheck(&args, &fleet->rows[ranked[i].index], cache, &locked, &locker,
 							 &fresh))
 		{
@@ -569,8 +788,11 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 			holds_pair = true;
 		else if (TransactionIdIsValid(locker))
 		{
-			lockers[nskipped] = locker;
-			skipped[nskipped++] = i;
+			if (nskipped < SKIPPED_MAX)
+			{
+				lockers[nskipped] = locker;
+				skipped[nskipped++] = i;
+			}
 		}
 		else
 			holds_pair = true;	/* the skip-locked join may have kept the worker row */

@@ -147,6 +147,7 @@ suite_tap() {
     local files=(test/t/*.pl)
     [ -e "${files[0]}" ] || { echo "no Perl TAP files"; return 1; }
     local tapdir="$SCHED_TMP/tap"
+    rm -rf "$tapdir/tmp_check"      # a failed run keeps its clusters there
     mkdir -p "$tapdir"
     [ "$(id -u)" -eq 0 ] && chown "$RUN_USER" "$tapdir"
     # TAP tests start their own clusters (PostgreSQL::Test::Cluster), so they run as the

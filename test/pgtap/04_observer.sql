@@ -120,13 +120,13 @@ SELECT is_empty($$
      WHERE p.pronamespace = 'sched'::regnamespace
        AND has_function_privilege('sched_observer', p.oid, 'EXECUTE')
        AND p.proname NOT IN (SELECT fn FROM read_fn)
-       AND p.proname NOT IN ('_pending_explanations', '_setting_seconds', '_cpus',
+       AND p.proname NOT IN ('_pending_explanations', '_setting_seconds', '_cpus', '_amount', '_duration',
                              '_require', '_unknown', 'step_lock_key')
 $$, 'sched_observer can execute no function of schema sched outside the read-only allow-list');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace
-       AND p.proname IN ('_pending_explanations', '_setting_seconds', '_cpus',
+       AND p.proname IN ('_pending_explanations', '_setting_seconds', '_cpus', '_amount', '_duration',
                          '_require', '_unknown', 'step_lock_key')
        AND p.provolatile = 'v' AND p.proname <> '_unknown'
 $$, 'the helpers granted to sched_observer are not volatile (except _unknown, which only raises)');

@@ -201,7 +201,7 @@ like($on_primary{'explain(big)'}, qr/no node has 32 CPUs; the largest has 16/,
 	'explain: no node has 32 CPUs');
 like($on_primary{'explain(stale)'}, qr/node-c would qualify with a heartbeat TTL of 90 s/,
 	'explain: node-c would qualify with a heartbeat TTL of 90 s');
-like($on_primary{'explain(gpu)'}, qr/node-g would qualify when 1 more GPUs are released/,
+like($on_primary{'explain(gpu)'}, qr/node-g would qualify when its free GPUs reach 1 \(now 0\)/,
 	'explain: node-g would qualify once its GPU is released');
 is(scalar(split /\n/, $on_primary{'attempt_overview(at)'}), 4, 'attempt_overview lists the 4 attempts');
 is(scalar(split /\n/, $on_primary{"execution_timeline($EXEC_DONE)"}), 5,
