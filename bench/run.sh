@@ -105,9 +105,11 @@ ratio() { # ratio A B -> A/B with 2 decimals, or n/a
     if [ -z "${1:-}" ] || [ -z "${2:-}" ]; then echo "n/a"; return; fi
     awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "n/a"; else printf "%.2f", a / b }'
 }
-ge() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "$1" != n/a ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
-le() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "$1" != n/a ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
-yesno() { if "$@"; then echo "**yes**"; else echo "**no**"; fi; }
+# ge / le A B: exit 0 when A >= B (A <= B), 1 when not, 2 when A or B is unknown
+known() { [ -n "${1:-}" ] && [ -n "${2:-}" ] && [ "$1" != n/a ] && [ "$2" != n/a ]; }
+ge() { known "${1:-}" "${2:-}" || return 2; awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+le() { known "${1:-}" "${2:-}" || return 2; awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+yesno() { local rc=0; "$@" || rc=$?; case $rc in 0) echo "**yes**" ;; 2) echo "n/a" ;; *) echo "**no**" ;; esac; }
 
 # ---- databases ---------------------------------------------------------------------------
 
@@ -595,7 +597,10 @@ if wants 3 || wants 4; then
     if command -v gnuplot >/dev/null 2>&1; then
         term=pngcairo
         gnuplot -e 'set terminal' 2>&1 | grep -q pngcairo || term=png
-        if gnuplot -e "w3='$WORK/w3.dat'; w4='$WORK/w4.dat'; out='$OUT/scaling.png'; term='$term'" "$HERE/scaling.gp" 2>"$WORK/gnuplot.err"; then
+        has3=0; has4=0
+        awk '$2 != "NaN" { f = 1 } END { exit !f }' "$WORK/w3.dat" && has3=1
+        awk '$2 != "NaN" { f = 1 } END { exit !f }' "$WORK/w4.dat" && has4=1
+        if gnuplot -e "w3='$WORK/w3.dat'; w4='$WORK/w4.dat'; has3=$has3; has4=$has4; out='$OUT/scaling.png'; term='$term'" "$HERE/scaling.gp" 2>"$WORK/gnuplot.err"; then
             say "plot: $OUT/scaling.png"
         else
             cat "$WORK/gnuplot.err" >&2
