@@ -784,6 +784,33 @@ END
 $$;
 
 /*
+ * Locks an execution (FOR UPDATE) for the application's transition to `target` and
+ * returns its status: `target` itself when it is there already (the caller returns, the
+ * call being idempotent), else an open status.  Unknown id: 42704; closed otherwise: 55000.
+ */
+CREATE FUNCTION sched._lock_execution_for(execution_id uuid, target text)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur text;
+BEGIN
+    PERFORM sched._require(execution_id, 'execution_id');
+    SELECT e.status INTO cur FROM sched.execution e
+     WHERE e.execution_id = _lock_execution_for.execution_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('execution', execution_id::text);
+    END IF;
+    IF cur <> target AND cur NOT IN ('CREATED', 'QUEUED', 'RUNNING') THEN
+        RAISE EXCEPTION 'execution % is already closed as %', execution_id, cur
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    RETURN cur;
+END
+$$;
+
+/*
  * complete_execution: the application declares the execution done.  Refused (55000) while
  * a request of it is pending or claimed or an attempt is live.  Idempotent on SUCCEEDED.
  */
@@ -795,19 +822,10 @@ AS $$
 DECLARE
     cur text;
 BEGIN
-    PERFORM sched._require(execution_id, 'execution_id');
     PERFORM sched._require(at, 'at');
-    SELECT e.status INTO cur FROM sched.execution e
-     WHERE e.execution_id = complete_execution.execution_id FOR UPDATE;
-    IF NOT FOUND THEN
-        PERFORM sched._unknown('execution', execution_id::text);
-    END IF;
+    cur := sched._lock_execution_for(execution_id, 'SUCCEEDED');
     IF cur = 'SUCCEEDED' THEN
         RETURN cur;
-    END IF;
-    IF cur NOT IN ('CREATED', 'QUEUED', 'RUNNING') THEN
-        RAISE EXCEPTION 'execution % is already closed as %', execution_id, cur
-            USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     IF EXISTS (SELECT 1 FROM sched.request r
                 WHERE r.execution_id = complete_execution.execution_id
@@ -844,19 +862,10 @@ AS $$
 DECLARE
     cur text;
 BEGIN
-    PERFORM sched._require(execution_id, 'execution_id');
     PERFORM sched._require(at, 'at');
-    SELECT e.status INTO cur FROM sched.execution e
-     WHERE e.execution_id = cancel_execution.execution_id FOR UPDATE;
-    IF NOT FOUND THEN
-        PERFORM sched._unknown('execution', execution_id::text);
-    END IF;
+    cur := sched._lock_execution_for(execution_id, 'CANCELLED');
     IF cur = 'CANCELLED' THEN
         RETURN cur;
-    END IF;
-    IF cur NOT IN ('CREATED', 'QUEUED', 'RUNNING') THEN
-        RAISE EXCEPTION 'execution % is already closed as %', execution_id, cur
-            USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
     PERFORM sched._close_execution(cancel_execution.execution_id, 'CANCELLED', at);
     RETURN 'CANCELLED';
