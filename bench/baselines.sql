@@ -103,27 +103,31 @@ $$;
  * FOR UPDATE SKIP LOCKED, the way job queues (que, good_job, river, pg-boss...) take
  * jobs: one UPDATE that moves the rows out of the ready set (here: state DISPATCHED with
  * no attempt, "locked" until claimed_until, as a job queue marks a job running), no
- * placement and nothing else written.  Returns how many it took.
+ * placement and nothing else written.  Returns how many it took.  PL/pgSQL, so the plan
+ * is kept between calls (a LANGUAGE sql function would be planned at every call).
  */
 CREATE FUNCTION bench.plain_claim(n int, p_at timestamptz DEFAULT now())
 RETURNS int
-LANGUAGE sql
+LANGUAGE plpgsql
 AS $$
-WITH next AS (
-    SELECT r.request_id
-      FROM sched.request r
-     WHERE r.tenant = 'default' AND r.state = 'PENDING' AND r.available_at <= p_at
-     ORDER BY r.sort_key, r.queued_at, r.request_id
-     LIMIT n
-       FOR UPDATE SKIP LOCKED
-), taken AS (
+DECLARE
+    taken int;
+BEGIN
+    WITH next AS (
+        SELECT r.request_id
+          FROM sched.request r
+         WHERE r.tenant = 'default' AND r.state = 'PENDING' AND r.available_at <= p_at
+         ORDER BY r.sort_key, r.queued_at, r.request_id
+         LIMIT n
+           FOR UPDATE SKIP LOCKED
+    )
     UPDATE sched.request r
        SET state = 'DISPATCHED', claimed_until = p_at + interval '30 s'
       FROM next
-     WHERE r.request_id = next.request_id
-    RETURNING 1
-)
-SELECT count(*)::int FROM taken
+     WHERE r.request_id = next.request_id;
+    GET DIAGNOSTICS taken = ROW_COUNT;
+    RETURN taken;
+END
 $$;
 
 -- ---------------------------------------------------------------------------------------

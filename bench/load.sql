@@ -96,8 +96,11 @@ $$;
  * load_requests: requests first..last (request_id = i), all PENDING and ready, for
  * capability `capability` version 1.0, tenant 'default', 4 steps per execution.
  *   priority     0..2 ((i * 7) % 3)
- *   queued_at    spread over the 30 minutes before t0 ((i * 7919) % 1,800,000 ms): a
- *                later batch interleaves with the earlier ones, as a real queue would
+ *   queued_at    t0 - 3 hours + i * 5 ms: requests arrive in id order, 200 a second
+ *                (1,000,000 span 83 minutes), so the table is in arrival order as a real
+ *                queue's is, and a batch loaded later queues behind the earlier ones;
+ *                with the priorities, queue order is arrival order shifted by up to
+ *                2 * sched.aging_interval
  *   preferences  every 4th prefers tier=fast, every 8th (offset 2) also rack=r7
  *   requirement  every 10th (offset 3) requires one zone (a fifth of the fleet)
  *   minimum      every 16th (offset 5) needs 4 CPUs
@@ -129,7 +132,7 @@ BEGIN
            'PENDING', x.queued_at, x.queued_at, sched._queue_key(x.priority, x.queued_at), t0
       FROM generate_series(first, last) AS i,
            LATERAL (SELECT ((i * 7) % 3)::int AS priority,
-                           t0 - interval '30 minutes' + ((i * 7919) % 1800000) * interval '1 ms' AS queued_at) x;
+                           t0 - interval '3 hours' + i * interval '5 ms' AS queued_at) x;
     PERFORM setval('sched.request_id_seq', greatest(last, (SELECT last_value FROM sched.request_id_seq)));
     RETURN last - first + 1;
 END

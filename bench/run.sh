@@ -25,7 +25,8 @@
 #   6. backend memory of one dispatch_next(1000) vs dispatch_next(100)
 #
 # Environment:
-#   BENCH_QUICK=1     small sizes and 2-3 s runs (a smoke test, about 3 minutes)
+#   BENCH_QUICK=1     small sizes and 2-3 s runs (a smoke test, about 5 minutes; the full
+#                     suite takes about 12 minutes on 2 cores)
 #   BENCH_RUNS=n      repetitions of every measurement (default 3)
 #   BENCH_KEEP=1      keep the databases afterwards
 #   BENCH_OUT=dir     where RESULTS.md and scaling.png go (default: bench/)
@@ -47,11 +48,11 @@ if [ "$QUICK" = 1 ]; then
     T1=3; T2=3; T3=2; T5=3             # seconds per pgbench run, by workload
     W4_TX=10                           # workload 4: dispatch_next transactions per run
     FLEET=200                          # nodes of workloads 1, 2, 4, 6
-    W4_SIZES="5000 20000 50000"        # pending requests (the last is the queue of 1, 2, 6)
+    W4_SIZES="5000 20000 100000"       # pending requests (the last is the queue of 1, 2, 6)
     W3_SIZES="100 1000 5000"           # nodes serving the capability
     HOT_QUEUE=20000
 else
-    T1=6; T2=10; T3=3; T5=8
+    T1=5; T2=8; T3=3; T5=8
     W4_TX=30
     FLEET=1000
     W4_SIZES="10000 100000 1000000"
@@ -152,14 +153,23 @@ load_requests() { # DB FIRST LAST
     sql "$1" -c "SELECT setval('sched.request_id_seq', (SELECT max(request_id) FROM sched.request))" >/dev/null
 }
 
-# settle DB [reset]: (reset,) vacuum and checkpoint, so every run starts alike
+# settle DB [reset] [nocheckpoint]: (reset,) vacuum (and checkpoint), so every run starts
+# alike.  Without the checkpoint, a run repeating the previous one touches pages already
+# logged in full since the last checkpoint (workload 4: steady state, not the burst of
+# full-page images right after a checkpoint, whose size would grow with the table).
 settle() {
-    local db=$1
-    if [ "${2:-}" = reset ]; then
-        sql "$db" -c "SELECT bench.reset()" >/dev/null
+    local db=$1 arg ckpt=1
+    shift
+    for arg in "$@"; do
+        case $arg in
+            reset) sql "$db" -c "SELECT bench.reset()" >/dev/null ;;
+            nocheckpoint) ckpt=0 ;;
+        esac
+    done
+    sql "$db" -c "VACUUM (ANALYZE) sched.request, sched.node, sched.worker, sched.execution, sched.attempt" >/dev/null
+    if [ "$ckpt" = 1 ]; then
+        sql "$db" -c "CHECKPOINT" >/dev/null
     fi
-    sql "$db" -c "VACUUM (ANALYZE) sched.request, sched.node, sched.worker, sched.execution, sched.attempt" \
-        -c "CHECKPOINT" >/dev/null
 }
 
 pending() { sql "$1" -c "SELECT count(*) FROM sched.request WHERE state = 'PENDING'"; }
@@ -188,7 +198,7 @@ pgb() {
         pgbench -n -M prepared -c "$c" -j "$j" "$mode" "$t" --random-seed=5 "$@" "$db" \
             >"$WORK/$name.out" 2>"$WORK/$name.err" || PGB_RC=$?
     fi
-    PGB_TPS=$(sed -nE 's/^tps = ([0-9.]+).*/\1/p' "$WORK/$name.out" | head -n 1)
+    PGB_TPS=$(sed -nE '/^tps = /{s/^tps = ([0-9.]+).*/\1/p;q}' "$WORK/$name.out")
     PGB_N=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/$name.out")
     PGB_FAILED=$(sed -nE 's/^number of failed transactions: ([0-9]+).*/\1/p' "$WORK/$name.out")
     PGB_FAILED=${PGB_FAILED:-0}
@@ -214,7 +224,7 @@ SETTINGS=$(sql postgres -F ' = ' -c "SELECT name, current_setting(name) FROM pg_
                    'work_mem', 'max_wal_size', 'checkpoint_timeout', 'jit', 'shared_preload_libraries')
     ORDER BY name")
 EXT_VERSION=$(sql postgres -c "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_sched'")
-CPU_MODEL=$(sed -nE 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -n 1)
+CPU_MODEL=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 NPROC=$(nproc)
 MEM=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -239,20 +249,25 @@ if wants 1 || wants 2 || wants 4 || wants 6; then
         t_load=$(calc "$(date +%s.%N) - $t_load")
         record "w4.load_s.$size" "$t_load"
         loaded=$size
-        settle "$DB_DISPATCH"
+        settle "$DB_DISPATCH" reset
         say "queue: $(pending "$DB_DISPATCH") pending requests (load took $(fmt "$t_load" 1) s)"
         if wants 4; then
             # committed runs of W4_TX transactions from a reset queue: the queue keeps at
-            # least 70% of its length during a run, and no run sees the garbage of another
+            # least 70% of its length during a run, and no run sees the garbage of another;
+            # one unrecorded warm-up of each first (caches, full-page images after the load)
+            for script in w4_dispatch_next w4_plain_claim; do
+                settle "$DB_DISPATCH" reset nocheckpoint
+                pgb "w4_warmup_${script}_$size" "$DB_DISPATCH" 1 "x$W4_TX" -D batch=$BATCH -f "$PGB_DIR/$script.pgbench"
+            done
             for r in $(seq 1 "$RUNS"); do
-                settle "$DB_DISPATCH" reset
+                settle "$DB_DISPATCH" reset nocheckpoint
                 pgb "w4_pg_${size}_$r" "$DB_DISPATCH" 1 "x$W4_TX" -D batch=$BATCH -f "$PGB_DIR/w4_dispatch_next.pgbench"
                 made=$(count_attempts "$DB_DISPATCH")
                 (( made > 0 )) || die "dispatch_next($BATCH) placed nothing with $size pending"
                 pg_rate=$(calc "$made / $PGB_SECONDS")
                 record "w4.pg.us.$size" "$(calc "1000000 / $pg_rate")"
                 record "w4.pg.rate.$size" "$pg_rate"
-                settle "$DB_DISPATCH" reset
+                settle "$DB_DISPATCH" reset nocheckpoint
                 pgb "w4_claim_${size}_$r" "$DB_DISPATCH" 1 "x$W4_TX" -D batch=$BATCH -f "$PGB_DIR/w4_plain_claim.pgbench"
                 made=$(sql "$DB_DISPATCH" -c "SELECT count(*) FROM sched.request WHERE state = 'DISPATCHED'")
                 claim_rate=$(calc "$made / $PGB_SECONDS")
@@ -356,7 +371,10 @@ SQL
     psql_pid=$!
     for _ in $(seq 1 500); do [ -s "$pidfile" ] && break; read -r -t 0.01 -u 9 _ || true; done
     pid=$(tr -dc '0-9' <"$pidfile" || true)
-    if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
+    # the server must run on this machine: the pid must be a postgres process here
+    local cmdline=""
+    [ -n "$pid" ] && cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)
+    if [ -r "/proc/$pid/status" ] && [[ $cmdline == *postgres* ]]; then
         while kill -0 "$psql_pid" 2>/dev/null; do
             while read -r k v u; do
                 [ "$k" = "RssAnon:" ] && { (( v > peak )) && peak=$v; break; }
@@ -609,7 +627,8 @@ if wants 3 || wants 4; then
     awk 'NF < 3 { while (NF < 3) $(NF + 1) = "NaN" } { print }' "$WORK/w4.dat" >"$WORK/w4.tmp" && mv "$WORK/w4.tmp" "$WORK/w4.dat"
     if command -v gnuplot >/dev/null 2>&1; then
         term=pngcairo
-        gnuplot -e 'set terminal' 2>&1 | grep -q pngcairo || term=png
+        terminals=$(gnuplot -e 'set terminal' 2>&1 || true)
+        [[ $terminals == *pngcairo* ]] || term=png
         has3=0; has4=0
         awk '$2 != "NaN" { f = 1 } END { exit !f }' "$WORK/w3.dat" && has3=1
         awk '$2 != "NaN" { f = 1 } END { exit !f }' "$WORK/w4.dat" && has4=1
@@ -638,6 +657,7 @@ fi
     echo "- $PG_VERSION"
     echo "- pg_sched $EXT_VERSION"
     echo "- settings: $(echo "$SETTINGS" | paste -sd ';' | sed 's/;/; /g')"
+    echo "- bench/run.sh ran $(( ($(date +%s) - START + 30) / 60 )) minutes (without the build and install of \`make bench\`)"
     echo "- pgbench: \`-n -M prepared\`, -T per run: workload 1 ${T1} s, 2 ${T2} s, 3 ${T3} s, 5 ${T5} s; workload 4: $W4_TX transactions per run; -j 2 with more than one client"
     echo
     echo "## Results (medians)"
@@ -662,7 +682,8 @@ fi
     echo "- Data (bench/load.sql): generated by fixed arithmetic, no randomness. Fleet of workloads 1, 2, 4, 6: $FLEET nodes with"
     echo "  zone/tier/rack labels, weights 50..150, about 9% of them not admissible (draining or disabled nodes, starting,"
     echo "  cordoned or silent workers, workers without version 1.0), capacities and slots that never run out during a run."
-    echo "  Requests: capability build 1.0, priorities 0..2, queued over 30 minutes, a quarter prefer tier=fast, a tenth"
+    echo "  Requests: capability build 1.0, priorities 0..2, arriving in id order 5 ms apart (the table is in arrival"
+    echo "  order, as a real queue's is; a larger queue has the same head and a longer tail), a quarter prefer tier=fast, a tenth"
     echo "  require a zone, 100..400 mcpu and 256/512 MB reserved, 4 steps per execution. Large fleets and queues are"
     echo "  written with INSERT ... SELECT (sort_key = sched._queue_key(priority, queued_at))."
     echo "- Baselines (bench/baselines.sql, loaded into the benchmark database only): write floor = the six writes of a"

@@ -29,6 +29,7 @@ extern int	sched_starvation_after_s;
 extern int	sched_aging_interval_s;
 extern int	sched_maintenance_interval_s;
 extern int	sched_retry_backoff_max_s;
+extern bool sched_notify_workers;
 extern char *sched_databases;
 
 /* ---- maintenance.c ---- */
@@ -47,6 +48,8 @@ typedef struct SchedStatement
 	int			nargs;
 	Oid			argtypes[16];
 	SPIPlanPtr	plan;
+	bool		custom_plan;	/* plan for each call's values (CURSOR_OPT_CUSTOM_PLAN):
+								 * for statements whose best plan depends on them */
 } SchedStatement;
 
 /* Runs a kept statement; fails loudly unless SPI returns `expected`. */

@@ -46,7 +46,7 @@ static SchedStatement fleet_capable = {
 	FLEET_COLUMNS
 	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
 	" WHERE w.capability OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
+	1, {TEXTOID}, NULL, true		/* a capability may have 1 worker or most of the fleet */
 };
 
 static SchedStatement fleet_all = {
@@ -54,7 +54,7 @@ static SchedStatement fleet_all = {
 	"  FROM sched.node n LEFT JOIN sched.worker w "
 	"    ON w.node_id OPERATOR(pg_catalog.=) n.node_id AND w.capability OPERATOR(pg_catalog.=) $1 "
 	" ORDER BY n.node_id COLLATE \"C\"",
-	1, {TEXTOID}
+	1, {TEXTOID}, NULL, true
 };
 
 static SchedStatement pair_lock = {

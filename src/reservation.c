@@ -469,9 +469,12 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	row->c.reserved_gpus += p->reserve_gpus;
 	sched_fleet_cache_update(cache, row);
 
-	channel = psprintf("sched_worker_%s", sched_uuid_out(&row->worker_id));
-	payload = psprintf("START %s", sched_uuid_out(&res->attempt_id));
-	Async_Notify(channel, payload);
+	if (sched_notify_workers)
+	{
+		channel = psprintf("sched_worker_%s", sched_uuid_out(&row->worker_id));
+		payload = psprintf("START %s", sched_uuid_out(&res->attempt_id));
+		Async_Notify(channel, payload);
+	}
 
 	res->node_id = pstrdup(row->c.node_id);
 	res->worker_id = row->worker_id;

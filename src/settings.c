@@ -19,6 +19,7 @@ int			sched_aging_interval_s = 60;
 int			sched_maintenance_interval_s = 5;
 int			sched_retry_backoff_max_s = 60;
 char	   *sched_databases = NULL;
+bool		sched_notify_workers = true;
 
 void		_PG_init(void);
 
@@ -60,6 +61,12 @@ _PG_init(void)
 							NULL,
 							&sched_retry_backoff_max_s, 60, 1, INT_MAX,
 							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomBoolVariable("sched.notify_workers",
+							 "Whether a dispatch wakes its worker with NOTIFY sched_worker_<worker_id>.",
+							 "NOTIFY serializes the commits of all notifying transactions of the cluster; "
+							 "deployments whose workers poll can turn it off for throughput.",
+							 &sched_notify_workers, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("sched.databases",
 							   "Databases in which a background worker reaps expired leases and claims (comma-separated).",
 							   "Takes effect only with pg_sched in shared_preload_libraries, at server start.",

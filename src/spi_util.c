@@ -4,6 +4,7 @@
  */
 #include "pg_sched.h"
 
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 
 void
@@ -14,7 +15,8 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 
 	if (stmt->plan == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+		SPIPlanPtr	plan = SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes,
+											  stmt->custom_plan ? CURSOR_OPT_CUSTOM_PLAN : 0);
 
 		if (plan == NULL)
 			elog(ERROR, "pg_sched: SPI_prepare failed (%s) for: %s",
