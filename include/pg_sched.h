@@ -52,6 +52,9 @@ typedef struct SchedStatement
 								 * for statements whose best plan depends on them */
 } SchedStatement;
 
+/* The kept plan of a statement, prepared on first use. */
+extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
+
 /* Runs a kept statement; fails loudly unless SPI returns `expected`. */
 extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 						   bool read_only, long count, int expected);

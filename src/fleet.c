@@ -74,99 +74,124 @@ static SchedStatement pair_lock_skip = {
 static void index_by_node(SchedFleetCacheEntry *e);
 static SchedFleetRow *row_of_node(SchedFleetCacheEntry *e, const char *node_id);
 
-static SchedNodeStatus
-node_status(const char *s)
+#define FC_COUNT FC_NODE_TID
+#define FLEET_CHUNK 512
+
+/* Whether text datum d equals the ASCII string s (no copy). */
+static bool
+text_is(Datum d, const char *s)
 {
-	if (strcmp(s, "ACTIVE") == 0)
-		return SCHED_NODE_ACTIVE;
-	if (strcmp(s, "DRAINING") == 0)
-		return SCHED_NODE_DRAINING;
-	return SCHED_NODE_DISABLED;
+	text	   *t = DatumGetTextPP(d);
+	size_t		len = strlen(s);
+
+	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
 }
 
-static SchedRuntimeState
-runtime_state(const char *s)
-{
-	if (strcmp(s, "READY") == 0)
-		return SCHED_WORKER_READY;
-	if (strcmp(s, "STARTING") == 0)
-		return SCHED_WORKER_STARTING;
-	if (strcmp(s, "DRAINING") == 0)
-		return SCHED_WORKER_DRAINING;
-	return SCHED_WORKER_STOPPED;
-}
-
-/* Decodes SPI_tuptable row i into *r (strings copied into CurrentMemoryContext).
- * Without with_labels the node's labels are left empty (not parsed). */
+/*
+ * Decodes tuple `tup` of a fleet read into *r (strings copied into CurrentMemoryContext).
+ * The tuple is deformed once (fetching columns one by one re-walks the variable-length
+ * ones before each).  Without with_labels the node's labels are left empty.
+ */
 static void
-decode_row(int i, SchedFleetRow *r, bool with_labels)
+decode_row(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels)
 {
 	SchedCandidate *c = &r->c;
-	bool		isnull;
-	Datum		d;
+	Datum		v[FC_COUNT];
+	bool		n[FC_COUNT];
 
+	heap_deform_tuple(tup, desc, v, n);
+#define COL(k) v[(k) - 1]
+#define NUL(k) n[(k) - 1]
 	memset(r, 0, sizeof(*r));
-	c->node_id = sched_spi_text(i, FC_NODE_ID);
-	c->management_status = node_status(sched_spi_text(i, FC_MGMT));
-	d = sched_spi_get(i, FC_LABELS, &isnull);
-	if (!isnull && with_labels)
-		sched_labels_from_jsonb(DatumGetJsonbP(d), NULL, &c->labels);
-	c->cpu_millis = sched_spi_int64(i, FC_CPU);
-	c->memory_mb = sched_spi_int64(i, FC_MEM);
-	c->gpus = sched_spi_int64(i, FC_GPUS);
-	c->weight = (int32) sched_spi_int64(i, FC_WEIGHT);
-	c->reserved_cpu_millis = sched_spi_int64(i, FC_RES_CPU);
-	c->reserved_memory_mb = sched_spi_int64(i, FC_RES_MEM);
-	c->reserved_gpus = sched_spi_int64(i, FC_RES_GPUS);
-	c->node_live_attempts = (int32) sched_spi_int64(i, FC_NODE_LIVE);
-	r->node_tid = *((ItemPointer) DatumGetPointer(sched_spi_get(i, FC_NODE_TID, &isnull)));
+	c->node_id = TextDatumGetCString(COL(FC_NODE_ID));
+	c->management_status = text_is(COL(FC_MGMT), "ACTIVE") ? SCHED_NODE_ACTIVE :
+		text_is(COL(FC_MGMT), "DRAINING") ? SCHED_NODE_DRAINING : SCHED_NODE_DISABLED;
+	if (!NUL(FC_LABELS) && with_labels)
+		sched_labels_from_jsonb(DatumGetJsonbP(COL(FC_LABELS)), NULL, &c->labels);
+	c->cpu_millis = DatumGetInt32(COL(FC_CPU));
+	c->memory_mb = DatumGetInt64(COL(FC_MEM));
+	c->gpus = DatumGetInt32(COL(FC_GPUS));
+	c->weight = DatumGetInt32(COL(FC_WEIGHT));
+	c->reserved_cpu_millis = DatumGetInt32(COL(FC_RES_CPU));
+	c->reserved_memory_mb = DatumGetInt64(COL(FC_RES_MEM));
+	c->reserved_gpus = DatumGetInt32(COL(FC_RES_GPUS));
+	c->node_live_attempts = DatumGetInt32(COL(FC_NODE_LIVE));
+	r->node_tid = *((ItemPointer) DatumGetPointer(COL(FC_NODE_TID)));
 
-	d = sched_spi_get(i, FC_WORKER_ID, &isnull);
-	c->has_worker = !isnull;
+	c->has_worker = !NUL(FC_WORKER_ID);
 	if (!c->has_worker)
 		return;
-	r->worker_id = *DatumGetUUIDP(d);
-	c->runtime_state = runtime_state(sched_spi_text(i, FC_RUNTIME));
-	c->scheduling_status = strcmp(sched_spi_text(i, FC_SCHEDULING), "ELIGIBLE") == 0
+	r->worker_id = *DatumGetUUIDP(COL(FC_WORKER_ID));
+	c->runtime_state = text_is(COL(FC_RUNTIME), "READY") ? SCHED_WORKER_READY :
+		text_is(COL(FC_RUNTIME), "STARTING") ? SCHED_WORKER_STARTING :
+		text_is(COL(FC_RUNTIME), "DRAINING") ? SCHED_WORKER_DRAINING : SCHED_WORKER_STOPPED;
+	c->scheduling_status = text_is(COL(FC_SCHEDULING), "ELIGIBLE")
 		? SCHED_WORKER_ELIGIBLE : SCHED_WORKER_CORDONED;
-	d = sched_spi_get(i, FC_HEARTBEAT, &isnull);
-	c->has_heartbeat = !isnull;
-	c->last_heartbeat = isnull ? 0 : DatumGetTimestampTz(d);
-	d = sched_spi_get(i, FC_VERSIONS, &isnull);
-	if (!isnull)
+	c->has_heartbeat = !NUL(FC_HEARTBEAT);
+	c->last_heartbeat = c->has_heartbeat ? DatumGetTimestampTz(COL(FC_HEARTBEAT)) : 0;
+	if (!NUL(FC_VERSIONS))
 	{
-		ArrayType  *arr = DatumGetArrayTypeP(d);
+		ArrayType  *arr = DatumGetArrayTypeP(COL(FC_VERSIONS));
 		Datum	   *elems;
 		bool	   *nulls;
-		int			n;
+		int			count;
 		int			k;
 		const char **versions;
 
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-		versions = palloc(sizeof(char *) * Max(n, 1));
-		for (k = 0; k < n; k++)
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &count);
+		versions = palloc(sizeof(char *) * Max(count, 1));
+		for (k = 0; k < count; k++)
 			versions[k] = nulls[k] ? NULL : TextDatumGetCString(elems[k]);
 		c->versions = versions;
-		c->version_count = n;
+		c->version_count = count;
 	}
-	c->slots = (int32) sched_spi_int64(i, FC_SLOTS);
-	c->worker_live_attempts = (int32) sched_spi_int64(i, FC_WORKER_LIVE);
-	r->generation = sched_spi_int64(i, FC_GENERATION);
-	r->worker_tid = *((ItemPointer) DatumGetPointer(sched_spi_get(i, FC_WORKER_TID, &isnull)));
+	c->slots = DatumGetInt32(COL(FC_SLOTS));
+	c->worker_live_attempts = DatumGetInt32(COL(FC_WORKER_LIVE));
+	r->generation = DatumGetInt64(COL(FC_GENERATION));
+	r->worker_tid = *((ItemPointer) DatumGetPointer(COL(FC_WORKER_TID)));
+#undef COL
+#undef NUL
 }
 
 void
 sched_fleet_load(const char *capability, int flags, SchedFleet *fleet)
 {
+	SchedStatement *stmt = (flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
 	Datum		arg = CStringGetTextDatum(capability);
-	uint64		i;
+	Portal		portal;
+	int			allocated = 64;
 
-	sched_spi_exec((flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable, &arg, NULL,
-				   !(flags & SCHED_FLEET_FRESH), 0, SPI_OK_SELECT);
-	fleet->count = (int) SPI_processed;
-	fleet->rows = palloc(sizeof(SchedFleetRow) * Max(fleet->count, 1));
-	for (i = 0; i < SPI_processed; i++)
-		decode_row((int) i, &fleet->rows[i], (flags & SCHED_FLEET_LABELS) != 0);
+	/*
+	 * Read through a cursor, FLEET_CHUNK rows at a time, so that a large fleet is never
+	 * materialized whole; each chunk is decoded and freed.
+	 */
+	fleet->count = 0;
+	fleet->rows = palloc(sizeof(SchedFleetRow) * allocated);
+	portal = SPI_cursor_open(NULL, sched_spi_plan(stmt), &arg, NULL,
+							 !(flags & SCHED_FLEET_FRESH));
+	if (portal == NULL)
+		elog(ERROR, "pg_sched: could not open the fleet cursor (%s)",
+			 SPI_result_code_string(SPI_result));
+	for (;;)
+	{
+		uint64		i;
+
+		SPI_cursor_fetch(portal, true, FLEET_CHUNK);
+		if (SPI_processed == 0)
+			break;
+		if (fleet->count + (int) SPI_processed > allocated)
+		{
+			while (fleet->count + (int) SPI_processed > allocated)
+				allocated *= 2;
+			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);
+		}
+		for (i = 0; i < SPI_processed; i++)
+			decode_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+					   &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0);
+		SPI_freetuptable(SPI_tuptable);
+		SPI_tuptable = NULL;
+	}
+	SPI_cursor_close(portal);
 }
 
 int
@@ -333,7 +358,7 @@ sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row
 				   SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	decode_row(0, row, true);
+	decode_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, row, true);
 	return true;
 }
 

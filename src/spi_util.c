@@ -7,12 +7,9 @@
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 
-void
-sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
-			   bool read_only, long count, int expected)
+SPIPlanPtr
+sched_spi_plan(SchedStatement *stmt)
 {
-	int			rc;
-
 	if (stmt->plan == NULL)
 	{
 		SPIPlanPtr	plan = SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes,
@@ -25,6 +22,16 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 			elog(ERROR, "pg_sched: SPI_keepplan failed");
 		stmt->plan = plan;
 	}
+	return stmt->plan;
+}
+
+void
+sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
+			   bool read_only, long count, int expected)
+{
+	int			rc;
+
+	(void) sched_spi_plan(stmt);
 	/* callers copy what they keep out of the previous result: free it, so long loops
 	 * (dispatch_next) run in flat memory */
 	if (SPI_tuptable != NULL)

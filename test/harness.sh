@@ -197,6 +197,7 @@ case "$cmd" in
         trap stop_cluster EXIT
         start_cluster bench "shared_buffers = '1GB'" "max_connections = 100"
         bash bench/run.sh
+        bash bench/diagnostics.sh
         ;;
     up)
         deps
