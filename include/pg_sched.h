@@ -74,6 +74,14 @@ extern int64 sched_spi_int64(int row, int col); /* 0 when SQL NULL */
  */
 extern void sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out);
 
+/*
+ * The labels of `labels` whose keys appear in a or b (sorted label sets), sorted: all a
+ * placement needs of a node's labels, looked up without parsing the whole map.  Keys
+ * point into a and b; values are copied.  Non-string values are left out.
+ */
+extern void sched_labels_pick(Jsonb *labels, const SchedLabelSet *a, const SchedLabelSet *b,
+							  SchedLabelSet *out);
+
 /* The request of a placement function call: the parsed placement and its raw inputs. */
 typedef struct SchedPlacementArgs
 {
@@ -154,8 +162,11 @@ typedef struct SchedFleet
 										 * statement's snapshot (STABLE functions) */
 #define SCHED_FLEET_LABELS		0x04	/* parse node labels (else left empty) */
 
-/* Reads the fleet for one capability, in CurrentMemoryContext, inside SPI. */
-extern void sched_fleet_load(const char *capability, int flags, SchedFleet *fleet);
+/* Reads the fleet for one capability, in CurrentMemoryContext, inside SPI.  With
+ * keys_of (and SCHED_FLEET_LABELS), a node's labels hold only the keys that placement
+ * requires or prefers; without, all of them. */
+extern void sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
+							 SchedFleet *fleet);
 
 /* SCHED_FLEET_LABELS when placement p needs node labels (for eligibility alone, only
  * required labels matter; for scores, preferred ones too). */

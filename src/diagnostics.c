@@ -105,7 +105,7 @@ sched_pending_explanations(PG_FUNCTION_ARGS)
 		if (fleet_capability == NULL || strcmp(fleet_capability, capability) != 0)
 		{
 			fleet_capability = capability;
-			sched_fleet_load(capability, SCHED_FLEET_ALL_NODES | SCHED_FLEET_LABELS, &fleet);
+			sched_fleet_load(capability, SCHED_FLEET_ALL_NODES | SCHED_FLEET_LABELS, NULL, &fleet);
 		}
 
 		MemoryContextSwitchTo(per_shape);

@@ -93,7 +93,8 @@ text_is(Datum d, const char *s)
  * ones before each).  Without with_labels the node's labels are left empty.
  */
 static void
-decode_row(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels)
+decode_row(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
+		   const SchedPlacement *keys_of)
 {
 	SchedCandidate *c = &r->c;
 	Datum		v[FC_COUNT];
@@ -107,7 +108,13 @@ decode_row(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels)
 	c->management_status = text_is(COL(FC_MGMT), "ACTIVE") ? SCHED_NODE_ACTIVE :
 		text_is(COL(FC_MGMT), "DRAINING") ? SCHED_NODE_DRAINING : SCHED_NODE_DISABLED;
 	if (!NUL(FC_LABELS) && with_labels)
-		sched_labels_from_jsonb(DatumGetJsonbP(COL(FC_LABELS)), NULL, &c->labels);
+	{
+		if (keys_of != NULL)
+			sched_labels_pick(DatumGetJsonbP(COL(FC_LABELS)), &keys_of->required_labels,
+							  &keys_of->preferred_labels, &c->labels);
+		else
+			sched_labels_from_jsonb(DatumGetJsonbP(COL(FC_LABELS)), NULL, &c->labels);
+	}
 	c->cpu_millis = DatumGetInt32(COL(FC_CPU));
 	c->memory_mb = DatumGetInt64(COL(FC_MEM));
 	c->gpus = DatumGetInt32(COL(FC_GPUS));
@@ -154,7 +161,8 @@ decode_row(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels)
 }
 
 void
-sched_fleet_load(const char *capability, int flags, SchedFleet *fleet)
+sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
+				 SchedFleet *fleet)
 {
 	SchedStatement *stmt = (flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
 	Datum		arg = CStringGetTextDatum(capability);
@@ -187,7 +195,7 @@ sched_fleet_load(const char *capability, int flags, SchedFleet *fleet)
 		}
 		for (i = 0; i < SPI_processed; i++)
 			decode_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-					   &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0);
+					   &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0, keys_of);
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
 	}
@@ -229,7 +237,7 @@ sched_fleet_cached(SchedFleetCache *cache, const char *capability, bool all_node
 	e->all_nodes = all_nodes;
 	sched_fleet_load(capability,
 					 SCHED_FLEET_FRESH | SCHED_FLEET_LABELS | (all_nodes ? SCHED_FLEET_ALL_NODES : 0),
-					 &e->fleet);
+					 NULL, &e->fleet);
 	index_by_node(e);
 	if (e->fleet.count > cache->ranked_size)
 	{
@@ -358,7 +366,7 @@ sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row
 				   SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	decode_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, row, true);
+	decode_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, row, true, NULL);
 	return true;
 }
 

@@ -538,7 +538,7 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 	else
 		sched_fleet_load(args->p.capability,
 						 SCHED_FLEET_ALL_NODES | SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, true),
-						 &local);
+						 &args->p, &local);
 	summary = sched_fleet_summary(&args->p, fleet, &eligible);
 	if (eligible == 0)
 	{
@@ -767,7 +767,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 		fleet = sched_fleet_cached(cache, args.p.capability, false);
 	else
 		sched_fleet_load(args.p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args.p, false),
-						 &local);
+						 &args.p, &local);
 	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
 	n = sched_fleet_admit(&args.p, fleet, ranked);
 	avoided_last = avoid_last(ranked, n, req.avoid_node_id);

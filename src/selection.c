@@ -34,7 +34,7 @@ emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, 
 	int			i;
 
 	connect_spi();
-	sched_fleet_load(args->p.capability, sched_fleet_flags_for(&args->p, false), &fleet);
+	sched_fleet_load(args->p.capability, sched_fleet_flags_for(&args->p, false), &args->p, &fleet);
 	ranked = sched_fleet_rank(&args->p, &fleet, &n);
 	for (i = 0; i < n && (limit <= 0 || i < limit); i++)
 	{
@@ -96,7 +96,8 @@ emit_qualification(FunctionCallInfo fcinfo, const SchedPlacementArgs *args)
 	int			i;
 
 	sched_fleet_load(args->p.capability,
-					 SCHED_FLEET_ALL_NODES | sched_fleet_flags_for(&args->p, false), &fleet);
+					 SCHED_FLEET_ALL_NODES | sched_fleet_flags_for(&args->p, false), &args->p,
+					 &fleet);
 	for (i = 0; i < fleet.count; i++)
 	{
 		SchedFleetRow *row = &fleet.rows[i];

@@ -64,6 +64,47 @@ sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out
 		elog(ERROR, "pg_sched: duplicate key in a jsonb object");
 }
 
+void
+sched_labels_pick(Jsonb *labels, const SchedLabelSet *a, const SchedLabelSet *b,
+				  SchedLabelSet *out)
+{
+	int			i = 0;
+	int			j = 0;
+	int			n = 0;
+
+	out->count = 0;
+	out->items = palloc(sizeof(SchedLabel) * Max(a->count + b->count, 1));
+	if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
+		return;
+	/* merge the two sorted key lists, each key once, looking each up in the object */
+	while (i < a->count || j < b->count)
+	{
+		const char *key;
+		int			c;
+		JsonbValue	v;
+
+		if (j >= b->count)
+			c = -1;
+		else if (i >= a->count)
+			c = 1;
+		else
+			c = strcmp(a->items[i].key, b->items[j].key);
+		key = c <= 0 ? a->items[i].key : b->items[j].key;
+		if (c <= 0)
+			i++;
+		if (c >= 0)
+			j++;
+		if (getKeyJsonValueFromContainer(&labels->root, key, strlen(key), &v) != NULL &&
+			v.type == jbvString)
+		{
+			out->items[n].key = key;
+			out->items[n].value = pnstrdup(v.val.string.val, v.val.string.len);
+			n++;
+		}
+	}
+	out->count = n;
+}
+
 /*
  * sched._check_labels(labels jsonb, parameter text) → labels: the same check for the
  * PL/pgSQL functions, so a label map is validated by one routine everywhere.
