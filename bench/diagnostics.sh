@@ -4,7 +4,7 @@
 #
 # Uses the cluster of the environment (PGHOST, PGPORT, PGUSER), creates database
 # sched_bench_diag (dropped at the end, also on failure), loads the fleet and queue with
-# fixed arithmetic, times each query 3 times (psql \timing, after one warm-up run) and
+# fixed arithmetic, times each query 5 times (psql \timing, after one warm-up run) and
 # appends a table of medians to $BENCH_OUT/RESULTS.md (default bench/RESULTS.md).
 set -euo pipefail
 
@@ -19,6 +19,7 @@ export PGUSER=${PGUSER:-postgres}
 psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 cleanup() { psql_q -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
+[ -n "${BENCH_KEEP:-}" ] && trap - EXIT
 
 echo "[diagnostics] loading $NODES nodes and $PENDING pending requests"
 cleanup
@@ -79,11 +80,11 @@ for name in $ORDER; do
     q=${QUERIES[$name]}
     times=()
     psql_q -d "$DB" -c "$q" >/dev/null              # warm-up
-    for _ in 1 2 3; do
+    for _ in 1 2 3 4 5; do
         ms=$(psql_q -d "$DB" -c '\timing on' -c "$q" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p')
         times+=("$ms")
     done
-    median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
+    median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 3p)
     echo "[diagnostics] $name: median ${median} ms (runs: ${times[*]})"
     rows+="| \`sched.$name\` | ${median} | ${times[*]} |"$'\n'
 done
@@ -93,7 +94,7 @@ done
     echo "## Operator diagnostics (issue 4)"
     echo
     echo "$NODES nodes (one worker each, 4 capabilities), $PENDING pending requests of 20 tenants"
-    echo "in $SHAPES distinct admission shapes; every call with a fixed \`at\`. Medians of 3 runs"
+    echo "in $SHAPES distinct admission shapes; every call with a fixed \`at\`. Medians of 5 runs"
     echo "after a warm-up, from psql \`\\timing\` (client round trip included). Target: well under"
     echo "a second each."
     echo

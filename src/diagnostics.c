@@ -3,47 +3,115 @@
  * behind the view sched.pending.
  *
  * The explanation is computed by sched_admission(), the routine dispatch uses, over a
- * fresh fleet snapshot; it is never a stored copy.  Requests are grouped by the
- * parameters admission depends on (capability, version, required labels, minimums,
- * reservations, pin), each group is evaluated once, and the fleet of each capability is
- * read once, so the cost grows with nodes x distinct request shapes, not with nodes x
- * requests.  Read-only (it works on a hot standby) and takes no locks.
+ * fresh fleet snapshot; it is never a stored copy.  One pass over the open requests
+ * keys each by the parameters admission depends on (capability, version, required
+ * labels, minimums, reservations, pin); each distinct key is evaluated once, and the
+ * fleet of each capability is read once, so the cost grows with nodes x distinct
+ * request shapes plus the requests, not with nodes x requests.  Read-only (it works on
+ * a hot standby) and takes no locks.
  */
 #include "pg_sched.h"
 
 #include "funcapi.h"
 #include "utils/array.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(sched_pending_explanations);
 
 enum
 {
-	PS_IDS = 1, PS_CAPABILITY, PS_VERSION, PS_REQUIRED, PS_MIN_CPU, PS_MIN_MEM, PS_MIN_GPUS,
-	PS_RES_CPU, PS_RES_MEM, PS_RES_GPUS, PS_NODE_ID
+	PS_REQUEST_ID = 1, PS_SHAPE, PS_CAPABILITY, PS_VERSION, PS_REQUIRED, PS_MIN_CPU, PS_MIN_MEM,
+	PS_MIN_GPUS, PS_RES_CPU, PS_RES_MEM, PS_RES_GPUS, PS_NODE_ID, PS_COUNT = PS_NODE_ID
 };
 
-static SchedStatement pending_shapes = {
-	"SELECT pg_catalog.array_agg(r.request_id ORDER BY r.request_id), r.capability, "
-	"       r.capability_version, r.required_labels, r.min_cpu_millis, r.min_memory_mb, "
-	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id "
-	"  FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
-	" GROUP BY r.capability, r.capability_version, r.required_labels, r.min_cpu_millis, "
-	"          r.min_memory_mb, r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, "
-	"          r.reserve_gpus, r.node_id "
-	" ORDER BY r.capability COLLATE \"C\"",
+/* every open request with the parameters admission depends on, and their text as a key */
+static SchedStatement pending_requests = {
+	"SELECT r.request_id, "
+	"       pg_catalog.concat_ws(E'\\x1f', r.capability, r.capability_version, "
+	"                            r.required_labels::text, r.min_cpu_millis, r.min_memory_mb, "
+	"                            r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, "
+	"                            r.reserve_gpus, coalesce(r.node_id, E'\\x1e')), "
+	"       r.capability, r.capability_version, r.required_labels, r.min_cpu_millis, "
+	"       r.min_memory_mb, r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, "
+	"       r.reserve_gpus, r.node_id "
+	"  FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED')",
 	0, {InvalidOid}
 };
 
-/*
- * blocked: "none" when some node admits the request now (it waits for its turn or its
- * backoff), "transient" when some node fails only on reasons that clear as attempts
- * end, else "static" (it cannot run until the fleet or the request changes).
- */
-static const char *
-blocked_kind(const SchedPlacement *p, const SchedFleet *fleet)
+typedef struct ShapeEntry
 {
+	char	   *key;			/* hash key: the shape's text (palloc'd) */
+	char	   *summary;
+	const char *blocked;
+} ShapeEntry;
+
+/* Open addressing on the shape's text; size a power of two, at most half full. */
+typedef struct ShapeTable
+{
+	int			size;
+	int			count;
+	ShapeEntry *slots;
+} ShapeTable;
+
+static ShapeEntry *
+shape_slot(ShapeEntry *slots, int size, const char *key)
+{
+	uint32		h = hash_bytes((const unsigned char *) key, (int) strlen(key));
+	int			i;
+
+	for (i = h & (size - 1);; i = (i + 1) & (size - 1))
+		if (slots[i].key == NULL || strcmp(slots[i].key, key) == 0)
+			return &slots[i];
+}
+
+/* The entry of `key` (found) or a new one holding key (not found; caller fills it). */
+static ShapeEntry *
+lookup_shape(ShapeTable *t, char *key, bool *found)
+{
+	ShapeEntry *e;
+
+	if (t->count * 2 >= t->size)
+	{
+		int			size = t->size == 0 ? 64 : t->size * 2;
+		ShapeEntry *slots = palloc0(sizeof(ShapeEntry) * size);
+		int			i;
+
+		for (i = 0; i < t->size; i++)
+			if (t->slots[i].key != NULL)
+				*shape_slot(slots, size, t->slots[i].key) = t->slots[i];
+		t->slots = slots;
+		t->size = size;
+	}
+	e = shape_slot(t->slots, t->size, key);
+	*found = e->key != NULL;
+	if (!*found)
+	{
+		e->key = key;
+		t->count++;
+	}
+	return e;
+}
+
+typedef struct CapabilityFleet
+{
+	char	   *capability;
+	SchedFleet	fleet;
+} CapabilityFleet;
+
+/*
+ * One pass over the fleet: the aggregated summary, and blocked: "none" when some node
+ * admits the request now (it waits for its turn or its backoff), "transient" when some
+ * node fails only on reasons that clear as attempts end, else "static" (it cannot run
+ * until the fleet or the request changes).
+ */
+static void
+summarize(const SchedPlacement *p, const SchedFleet *fleet, ShapeEntry *e)
+{
+	int			counts[SCHED_R_COUNT] = {0};
+	int			eligible = 0;
 	bool		transient = false;
+	size_t		len;
 	int			i;
 
 	for (i = 0; i < fleet->count; i++)
@@ -51,11 +119,61 @@ blocked_kind(const SchedPlacement *p, const SchedFleet *fleet)
 		SchedReasonSet r = sched_admission(p, &fleet->rows[i].c);
 
 		if (r == 0)
-			return "none";
-		if ((r & ~SCHED_TRANSIENT_REASONS) == 0)
+			eligible++;
+		else if ((r & ~SCHED_TRANSIENT_REASONS) == 0)
 			transient = true;
+		sched_count_reasons(r, counts);
 	}
-	return transient ? "transient" : "static";
+	len = sched_format_summary(NULL, 0, fleet->count, eligible, counts);
+	e->summary = palloc(len + 1);
+	sched_format_summary(e->summary, len + 1, fleet->count, eligible, counts);
+	e->blocked = eligible > 0 ? "none" : transient ? "transient" : "static";
+}
+
+/* The fleet of `capability` (every node), read once per call: all label maps parsed. */
+static SchedFleet *
+fleet_of(List **fleets, const char *capability)
+{
+	ListCell   *lc;
+	CapabilityFleet *cf;
+
+	foreach(lc, *fleets)
+	{
+		cf = (CapabilityFleet *) lfirst(lc);
+		if (strcmp(cf->capability, capability) == 0)
+			return &cf->fleet;
+	}
+	cf = palloc(sizeof(CapabilityFleet));
+	cf->capability = pstrdup(capability);
+	sched_fleet_load(capability, SCHED_FLEET_ALL_NODES | SCHED_FLEET_LABELS, NULL, &cf->fleet);
+	*fleets = lappend(*fleets, cf);
+	return &cf->fleet;
+}
+
+/* Evaluates one shape (the request in v/n) over its capability's fleet. */
+static void
+evaluate_shape(Datum *v, bool *n, TimestampTz at, List **fleets, ShapeEntry *e)
+{
+	SchedPlacementArgs args;
+	SchedPlacement *p = &args.p;
+	SchedFleet *fleet;
+
+	memset(&args, 0, sizeof(args));
+	p->capability = TextDatumGetCString(v[PS_CAPABILITY - 1]);
+	p->capability_version = TextDatumGetCString(v[PS_VERSION - 1]);
+	sched_labels_from_jsonb(DatumGetJsonbP(v[PS_REQUIRED - 1]), "required_labels",
+							&p->required_labels);
+	p->min_cpu_millis = DatumGetInt32(v[PS_MIN_CPU - 1]);
+	p->min_memory_mb = DatumGetInt64(v[PS_MIN_MEM - 1]);
+	p->min_gpus = DatumGetInt32(v[PS_MIN_GPUS - 1]);
+	p->reserve_cpu_millis = DatumGetInt32(v[PS_RES_CPU - 1]);
+	p->reserve_memory_mb = DatumGetInt64(v[PS_RES_MEM - 1]);
+	p->reserve_gpus = DatumGetInt32(v[PS_RES_GPUS - 1]);
+	p->pin_node_id = n[PS_NODE_ID - 1] ? NULL : TextDatumGetCString(v[PS_NODE_ID - 1]);
+	sched_placement_set_clock(&args, at, NULL);
+
+	fleet = fleet_of(fleets, p->capability);
+	summarize(p, fleet, e);
 }
 
 /* sched._pending_explanations(at) → (request_id, explanation, blocked) per open request */
@@ -64,13 +182,9 @@ sched_pending_explanations(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TimestampTz at;
-	SPITupleTable *shapes;
-	uint64		nshapes;
-	uint64		s;
-	char	   *fleet_capability = NULL;
-	SchedFleet	fleet = {0, NULL};
-	MemoryContext per_shape;
-	MemoryContext outer;
+	ShapeTable	shapes;
+	List	   *fleets = NIL;
+	Portal		portal;
 
 	sched_check_not_null(fcinfo, 0, "at");
 	at = PG_GETARG_TIMESTAMPTZ(0);
@@ -78,71 +192,48 @@ sched_pending_explanations(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 
-	sched_spi_exec(&pending_shapes, NULL, NULL, true, 0, SPI_OK_SELECT);
-	shapes = SPI_tuptable;
-	nshapes = SPI_processed;
-	SPI_tuptable = NULL;		/* keep it: the fleet loads below must not free it */
-
-	outer = CurrentMemoryContext;
-	per_shape = AllocSetContextCreate(outer, "pg_sched pending shape", ALLOCSET_DEFAULT_SIZES);
-	for (s = 0; s < nshapes; s++)
+	memset(&shapes, 0, sizeof(shapes));
+	portal = SPI_cursor_open(NULL, sched_spi_plan(&pending_requests), NULL, NULL, true);
+	if (portal == NULL)
+		elog(ERROR, "pg_sched: could not open the pending cursor");
+	for (;;)
 	{
-		HeapTuple	tup = shapes->vals[s];
-		TupleDesc	desc = shapes->tupdesc;
-		SchedPlacementArgs args;
-		SchedPlacement *p = &args.p;
-		bool		isnull;
-		char	   *capability = TextDatumGetCString(SPI_getbinval(tup, desc, PS_CAPABILITY, &isnull));
-		ArrayType  *ids;
-		Datum	   *id_datums;
-		int			nids;
-		int			k;
-		char	   *summary;
-		const char *blocked;
-		Datum		d;
+		uint64		i;
+		uint64		nrows;
+		SPITupleTable *rows;
 
-		/* one fleet read per capability (shapes come sorted by capability) */
-		if (fleet_capability == NULL || strcmp(fleet_capability, capability) != 0)
+		SPI_cursor_fetch(portal, true, 1024);
+		/* keep the chunk: reading a capability's fleet below runs other SPI queries */
+		rows = SPI_tuptable;
+		nrows = SPI_processed;
+		SPI_tuptable = NULL;
+		if (nrows == 0)
+			break;
+		for (i = 0; i < nrows; i++)
 		{
-			fleet_capability = capability;
-			sched_fleet_load(capability, SCHED_FLEET_ALL_NODES | SCHED_FLEET_LABELS, NULL, &fleet);
-		}
-
-		MemoryContextSwitchTo(per_shape);
-		memset(&args, 0, sizeof(args));
-		p->capability = capability;
-		p->capability_version = TextDatumGetCString(SPI_getbinval(tup, desc, PS_VERSION, &isnull));
-		d = SPI_getbinval(tup, desc, PS_REQUIRED, &isnull);
-		sched_labels_from_jsonb(DatumGetJsonbP(d), "required_labels", &p->required_labels);
-		p->min_cpu_millis = DatumGetInt32(SPI_getbinval(tup, desc, PS_MIN_CPU, &isnull));
-		p->min_memory_mb = DatumGetInt64(SPI_getbinval(tup, desc, PS_MIN_MEM, &isnull));
-		p->min_gpus = DatumGetInt32(SPI_getbinval(tup, desc, PS_MIN_GPUS, &isnull));
-		p->reserve_cpu_millis = DatumGetInt32(SPI_getbinval(tup, desc, PS_RES_CPU, &isnull));
-		p->reserve_memory_mb = DatumGetInt64(SPI_getbinval(tup, desc, PS_RES_MEM, &isnull));
-		p->reserve_gpus = DatumGetInt32(SPI_getbinval(tup, desc, PS_RES_GPUS, &isnull));
-		d = SPI_getbinval(tup, desc, PS_NODE_ID, &isnull);
-		p->pin_node_id = isnull ? NULL : TextDatumGetCString(d);
-		sched_placement_set_clock(&args, at, NULL);
-
-		summary = sched_fleet_summary(p, &fleet, NULL);
-		blocked = blocked_kind(p, &fleet);
-
-		ids = DatumGetArrayTypeP(SPI_getbinval(tup, desc, PS_IDS, &isnull));
-		deconstruct_array(ids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &id_datums, NULL, &nids);
-		for (k = 0; k < nids; k++)
-		{
+			Datum		v[PS_COUNT];
+			bool		n[PS_COUNT];
 			Datum		values[3];
 			bool		nulls[3] = {0};
+			char	   *key;
+			ShapeEntry *e;
+			bool		found;
 
-			values[0] = id_datums[k];
-			values[1] = CStringGetTextDatum(summary);
-			values[2] = CStringGetTextDatum(blocked);
+			heap_deform_tuple(rows->vals[i], rows->tupdesc, v, n);
+			key = TextDatumGetCString(v[PS_SHAPE - 1]);
+			e = lookup_shape(&shapes, key, &found);
+			if (!found)
+				evaluate_shape(v, n, at, &fleets, e);
+			else
+				pfree(key);
+			values[0] = v[PS_REQUEST_ID - 1];
+			values[1] = CStringGetTextDatum(e->summary);
+			values[2] = CStringGetTextDatum(e->blocked);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
-		MemoryContextSwitchTo(outer);
-		MemoryContextReset(per_shape);
+		SPI_freetuptable(rows);
 	}
-	SPI_freetuptable(shapes);
+	SPI_cursor_close(portal);
 	SPI_finish();
 	return (Datum) 0;
 }

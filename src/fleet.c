@@ -167,7 +167,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 	SchedStatement *stmt = (flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
 	Datum		arg = CStringGetTextDatum(capability);
 	Portal		portal;
-	int			allocated = 64;
+	int			allocated = 1024;
 
 	/*
 	 * Read through a cursor, FLEET_CHUNK rows at a time, so that a large fleet is never
@@ -190,7 +190,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 		if (fleet->count + (int) SPI_processed > allocated)
 		{
 			while (fleet->count + (int) SPI_processed > allocated)
-				allocated *= 2;
+				allocated *= 4;		/* few copies of a large fleet */
 			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);
 		}
 		for (i = 0; i < SPI_processed; i++)

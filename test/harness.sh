@@ -198,6 +198,7 @@ case "$cmd" in
         start_cluster bench "shared_buffers = '1GB'" "max_connections = 100"
         bash bench/run.sh
         bash bench/diagnostics.sh
+        cat bench/ANALYSIS.md >>bench/RESULTS.md   # what limits the targets not met
         ;;
     up)
         deps
