@@ -320,8 +320,12 @@ SELECT sched.explain(:r1, NULL);
 SELECT * FROM sched.execution_timeline(NULL);
 SELECT * FROM sched.execution_timeline('e9999999-0000-0000-0000-000000000001');
 SELECT * FROM sched.pending(NULL);
+SELECT * FROM sched.node_overview(NULL);
+SELECT * FROM sched.queue_stats(NULL);
+SELECT * FROM sched.attempt_overview(NULL);
 -- the messages name the parameter / the id
 \set VERBOSITY terse
+SELECT * FROM sched.node_overview(NULL);
 SELECT sched.explain(NULL, '2024-01-01 12:00:00+00');
 SELECT sched.explain(999999, '2024-01-01 12:00:00+00');
 SELECT * FROM sched.execution_timeline('e9999999-0000-0000-0000-000000000001');
