@@ -1214,6 +1214,20 @@ BEGIN
 END
 $$;
 
+/* Extends a live attempt's lease (locked by the caller) to at + sched.lease_ttl; a lease
+ * never shrinks.  Returns the new lease_expires_at. */
+CREATE FUNCTION sched._extend_lease(attempt_id uuid, at timestamptz)
+RETURNS timestamptz
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    UPDATE sched.attempt x
+       SET lease_expires_at = greatest(x.lease_expires_at,
+                                       $2 + make_interval(secs => sched._setting_seconds('sched.lease_ttl')))
+     WHERE x.attempt_id = $1
+    RETURNING x.lease_expires_at
+$$;
+
 /*
  * start_attempt: the worker begins the attempt: RUNNING, lease renewed, the execution
  * RUNNING.  Repeating it on a RUNNING attempt renews the lease.  Returns lease_expires_at.
@@ -1229,11 +1243,9 @@ DECLARE
 BEGIN
     PERFORM sched._require(at, 'at');
     a := sched._live_attempt(attempt_id, lease_version);
-    expires := at + make_interval(secs => sched._setting_seconds('sched.lease_ttl'));
-    UPDATE sched.attempt x SET status = 'RUNNING', started_at = coalesce(x.started_at, at),
-           lease_expires_at = greatest(x.lease_expires_at, expires)
-     WHERE x.attempt_id = a.attempt_id
-    RETURNING x.lease_expires_at INTO expires;
+    UPDATE sched.attempt x SET status = 'RUNNING', started_at = coalesce(x.started_at, at)
+     WHERE x.attempt_id = a.attempt_id;
+    expires := sched._extend_lease(a.attempt_id, at);
     UPDATE sched.execution e SET status = 'RUNNING', updated_at = at
      WHERE e.execution_id = a.execution_id AND e.status IN ('CREATED', 'QUEUED');
     PERFORM sched._milestone(a.execution_id,
@@ -1253,7 +1265,6 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     a sched.attempt;
-    expires timestamptz;
 BEGIN
     PERFORM sched._require(at, 'at');
     a := sched._live_attempt(attempt_id, lease_version);
@@ -1265,11 +1276,7 @@ BEGIN
             'Lease renewed after it had expired',
             jsonb_build_object('lease_expired_at', a.lease_expires_at, 'renewed_at', at), at);
     END IF;
-    expires := at + make_interval(secs => sched._setting_seconds('sched.lease_ttl'));
-    UPDATE sched.attempt x SET lease_expires_at = greatest(x.lease_expires_at, expires)
-     WHERE x.attempt_id = a.attempt_id
-    RETURNING x.lease_expires_at INTO expires;
-    RETURN expires;
+    RETURN sched._extend_lease(a.attempt_id, at);
 END
 $$;
 
