@@ -87,7 +87,6 @@ typedef struct SchedPlacementArgs
 {
 	SchedPlacement p;
 	TimestampTz at;
-	Interval   *heartbeat_ttl;
 } SchedPlacementArgs;
 
 /*
@@ -248,9 +247,13 @@ extern int	sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, S
 /* Admitted pairs of the fleet, scored and ranked best first (palloc'd; *count set). */
 extern SchedRanked *sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count);
 
-/* The aggregated summary over every node of the fleet ("0/3 nodes eligible: ..."). */
+/*
+ * The aggregated summary over every node of the fleet ("0/3 nodes eligible: ..."), with
+ * (each optional) the number of eligible nodes and whether some node fails only on
+ * transient reasons (no_free_slot, *_exhausted).
+ */
 extern char *sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet,
-								 int *eligible);
+								 int *eligible, bool *transient);
 
 /* ---- reservation.c ---- */
 

@@ -108,25 +108,10 @@ typedef struct CapabilityFleet
 static void
 summarize(const SchedPlacement *p, const SchedFleet *fleet, ShapeEntry *e)
 {
-	int			counts[SCHED_R_COUNT] = {0};
-	int			eligible = 0;
-	bool		transient = false;
-	size_t		len;
-	int			i;
+	int			eligible;
+	bool		transient;
 
-	for (i = 0; i < fleet->count; i++)
-	{
-		SchedReasonSet r = sched_admission(p, &fleet->rows[i].c);
-
-		if (r == 0)
-			eligible++;
-		else if ((r & ~SCHED_TRANSIENT_REASONS) == 0)
-			transient = true;
-		sched_count_reasons(r, counts);
-	}
-	len = sched_format_summary(NULL, 0, fleet->count, eligible, counts);
-	e->summary = palloc(len + 1);
-	sched_format_summary(e->summary, len + 1, fleet->count, eligible, counts);
+	e->summary = sched_fleet_summary(p, fleet, &eligible, &transient);
 	e->blocked = eligible > 0 ? "none" : transient ? "transient" : "static";
 }
 

@@ -444,10 +444,12 @@ row_of_node(SchedFleetCacheEntry *e, const char *node_id)
 }
 
 char *
-sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, int *eligible)
+sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, int *eligible,
+					bool *transient)
 {
 	int			counts[SCHED_R_COUNT] = {0};
 	int			ok = 0;
+	bool		some_transient = false;
 	int			i;
 	size_t		len;
 	char	   *buf;
@@ -458,6 +460,8 @@ sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, int *eligi
 
 		if (r == 0)
 			ok++;
+		else if ((r & ~SCHED_TRANSIENT_REASONS) == 0)
+			some_transient = true;
 		sched_count_reasons(r, counts);
 	}
 	len = sched_format_summary(NULL, 0, fleet->count, ok, counts);
@@ -465,5 +469,7 @@ sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, int *eligi
 	sched_format_summary(buf, len + 1, fleet->count, ok, counts);
 	if (eligible != NULL)
 		*eligible = ok;
+	if (transient != NULL)
+		*transient = some_transient;
 	return buf;
 }

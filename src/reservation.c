@@ -486,7 +486,6 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 						 sched_uuid_out(&row->worker_id)));
 }
 
-/* Locks pair `seen` and re-checks it; true when it still admits the request. */
 /*
  * Locks pair `seen` unless another transaction holds either of its rows (then *locker is
  * that transaction and nothing is locked), and re-checks it on the fresh rows; true when
@@ -539,7 +538,7 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 		sched_fleet_load(args->p.capability,
 						 SCHED_FLEET_ALL_NODES | SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, true),
 						 &args->p, &local);
-	summary = sched_fleet_summary(&args->p, fleet, &eligible);
+	summary = sched_fleet_summary(&args->p, fleet, &eligible, NULL);
 	if (eligible == 0)
 	{
 		int64		backoff_s = sched_unschedulable_backoff_max_s;

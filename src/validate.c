@@ -179,7 +179,6 @@ sched_placement_set_clock(SchedPlacementArgs *args, TimestampTz at, Interval *tt
 		effective->time = (int64) sched_heartbeat_ttl_s * USECS_PER_SEC;
 	}
 	args->at = at;
-	args->heartbeat_ttl = effective;
 	args->p.heartbeat_cutoff =
 		DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
 												TimestampTzGetDatum(at),
