@@ -3,7 +3,7 @@
  *
  * Layout: settings.c (GUCs, _PG_init), spi_util.c (prepared plans kept across calls),
  * validate.c (parameters → SchedPlacement, label maps), fleet.c (reading the fleet
- * snapshot), selection.c (select/rank/qualification SRFs), reservation.c (the
+ * snapshot), fleet_mirror.c (the per-backend copy of the fleet), selection.c (select/rank/qualification SRFs), reservation.c (the
  * reservation transaction, dispatch_attempt).  The pure core is placement.h.
  */
 #ifndef PG_SCHED_H
@@ -144,6 +144,7 @@ typedef struct SchedFleetRow
 	int64		generation;
 	ItemPointerData worker_tid;	/* the row versions read, for sched_fleet_pair_locker */
 	ItemPointerData node_tid;
+	void	   *owned;			/* the fleet mirror's chunk holding the row's strings */
 } SchedFleetRow;
 
 typedef struct SchedFleet
@@ -160,6 +161,21 @@ typedef struct SchedFleet
 										 * earlier writes (dispatch); otherwise the calling
 										 * statement's snapshot (STABLE functions) */
 #define SCHED_FLEET_LABELS		0x04	/* parse node labels (else left empty) */
+#define SCHED_FLEET_COPY		0x08	/* the caller will modify the rows (not their
+										 * strings): never hand out the mirror's */
+
+/* The columns of a fleet row (fleet.c decodes them; fleet_mirror.c reads them too). */
+#define SCHED_FLEET_COLUMNS \
+	"SELECT n.node_id, n.management_status, n.labels, n.cpu_millis, n.memory_mb, n.gpus, " \
+	"       n.weight, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, " \
+	"       n.live_attempts, w.worker_id, w.runtime_state, w.scheduling_status, " \
+	"       w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts, w.generation, " \
+	"       w.ctid, n.ctid "
+#define SCHED_FLEET_COLUMN_COUNT 21
+
+/* Decodes one fleet row (strings palloc'd in CurrentMemoryContext); see fleet.c. */
+extern void sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r,
+							   bool with_labels, const SchedPlacement *keys_of);
 
 /* Reads the fleet for one capability, in CurrentMemoryContext, inside SPI.  With
  * keys_of (and SCHED_FLEET_LABELS), a node's labels hold only the keys that placement
@@ -254,6 +270,24 @@ extern SchedRanked *sched_fleet_rank(const SchedPlacement *p, const SchedFleet *
  */
 extern char *sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet,
 								 int *eligible, bool *transient);
+
+/* ---- fleet_mirror.c ---- */
+extern int	sched_fleet_change_log_size;
+extern bool sched_fleet_mirror;
+
+/* Installs the shared memory hooks of the change log (from _PG_init when preloading). */
+extern void sched_fleet_mirror_preload(void);
+
+/* Whether this backend may answer fleet reads from its mirror now. */
+extern bool sched_fleet_mirror_usable(void);
+
+/*
+ * The fleet of `capability` (nodes with a worker for it) from the mirror, brought up to
+ * the active snapshot (fresh: a new snapshot that sees this transaction's writes).  The
+ * rows are borrowed (valid until the transaction ends; not to be modified).  Returns
+ * false when the mirror cannot answer: read the tables instead.  Inside SPI.
+ */
+extern bool sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet);
 
 /* ---- reservation.c ---- */
 

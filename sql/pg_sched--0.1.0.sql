@@ -75,6 +75,46 @@ COMMENT ON TABLE sched.worker IS 'Workers: one per (node, capability); slots, se
 -- selection reads only the workers of the requested capability
 CREATE INDEX worker_capability_idx ON sched.worker (capability, node_id);
 
+/* Every change to a node or worker row is logged (node_id, transaction) in shared memory
+ * before it is written, so that each backend's copy of the fleet re-reads only the
+ * nodes that changed (src/fleet_mirror.c).  ENABLE ALWAYS: also under
+ * session_replication_role = replica. */
+CREATE FUNCTION sched._fleet_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'sched_fleet_changed'
+LANGUAGE C;
+
+CREATE TRIGGER fleet_changed BEFORE INSERT OR UPDATE OR DELETE ON sched.node
+    FOR EACH ROW EXECUTE FUNCTION sched._fleet_changed();
+CREATE TRIGGER fleet_truncated BEFORE TRUNCATE ON sched.node
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._fleet_changed();
+CREATE TRIGGER fleet_changed BEFORE INSERT OR UPDATE OR DELETE ON sched.worker
+    FOR EACH ROW EXECUTE FUNCTION sched._fleet_changed();
+CREATE TRIGGER fleet_truncated BEFORE TRUNCATE ON sched.worker
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._fleet_changed();
+ALTER TABLE sched.node ENABLE ALWAYS TRIGGER fleet_changed;
+ALTER TABLE sched.node ENABLE ALWAYS TRIGGER fleet_truncated;
+ALTER TABLE sched.worker ENABLE ALWAYS TRIGGER fleet_changed;
+ALTER TABLE sched.worker ENABLE ALWAYS TRIGGER fleet_truncated;
+
+/* This backend's fleet mirror: whether it is in use, what it holds, and its counters
+ * since the backend started. */
+CREATE FUNCTION sched._fleet_mirror_stats(
+    OUT usable boolean, OUT capabilities int, OUT rows_held int, OUT pending int,
+    OUT refreshes bigint, OUT full_loads bigint, OUT rows_reread bigint,
+    OUT bypassed bigint, OUT losses bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'sched_fleet_mirror_stats'
+LANGUAGE C VOLATILE;
+
+/* Compares this backend's mirror of `capability`, brought up to a fresh snapshot, with
+ * the tables read with that snapshot: the number of nodes that differ (0 is its
+ * invariant).  For tests. */
+CREATE FUNCTION sched._fleet_mirror_check(capability text)
+RETURNS int
+AS 'MODULE_PATHNAME', 'sched_fleet_mirror_check'
+LANGUAGE C VOLATILE;
+
 -- ---------------------------------------------------------------------------------
 -- Work
 -- ---------------------------------------------------------------------------------
@@ -1764,5 +1804,6 @@ GRANT EXECUTE ON FUNCTION
     sched._amount(text, text),
     sched._duration(interval),
     sched._require(anyelement, text),
-    sched._unknown(text, text)
+    sched._unknown(text, text),
+    sched._fleet_mirror_stats()
 TO sched_observer;

@@ -26,7 +26,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-/* Columns of a fleet row; keep in step with FLEET_COLUMNS. */
+/* Columns of a fleet row; keep in step with SCHED_FLEET_COLUMNS. */
 enum
 {
 	FC_NODE_ID = 1, FC_MGMT, FC_LABELS, FC_CPU, FC_MEM, FC_GPUS, FC_WEIGHT,
@@ -35,12 +35,8 @@ enum
 	FC_WORKER_LIVE, FC_GENERATION, FC_WORKER_TID, FC_NODE_TID
 };
 
-#define FLEET_COLUMNS \
-	"SELECT n.node_id, n.management_status, n.labels, n.cpu_millis, n.memory_mb, n.gpus, " \
-	"       n.weight, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, " \
-	"       n.live_attempts, w.worker_id, w.runtime_state, w.scheduling_status, " \
-	"       w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts, w.generation, " \
-	"       w.ctid, n.ctid "
+#define FLEET_COLUMNS SCHED_FLEET_COLUMNS
+StaticAssertDecl(FC_NODE_TID == SCHED_FLEET_COLUMN_COUNT, "fleet columns out of step");
 
 static SchedStatement fleet_capable = {
 	FLEET_COLUMNS
@@ -90,16 +86,19 @@ text_is(Datum d, const char *s)
 /*
  * Decodes tuple `tup` of a fleet read into *r (strings copied into CurrentMemoryContext).
  * The tuple is deformed once (fetching columns one by one re-walks the variable-length
- * ones before each).  Without with_labels the node's labels are left empty.
+ * ones before each).  Without with_labels the node's labels are left empty.  Columns
+ * after SCHED_FLEET_COLUMNS (at most 4) are ignored.
  */
-static void
-decode_row(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
-		   const SchedPlacement *keys_of)
+void
+sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
+				   const SchedPlacement *keys_of)
 {
 	SchedCandidate *c = &r->c;
-	Datum		v[FC_COUNT];
-	bool		n[FC_COUNT];
+	Datum		v[FC_COUNT + 4];
+	bool		n[FC_COUNT + 4];
 
+	if (desc->natts > FC_COUNT + 4)
+		elog(ERROR, "pg_sched: a fleet row has %d columns", desc->natts);
 	heap_deform_tuple(tup, desc, v, n);
 #define COL(k) v[(k) - 1]
 #define NUL(k) n[(k) - 1]
@@ -173,6 +172,18 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 	 * Read through a cursor, FLEET_CHUNK rows at a time, so that a large fleet is never
 	 * materialized whole; each chunk is decoded and freed.
 	 */
+	if (!(flags & SCHED_FLEET_ALL_NODES) &&
+		sched_fleet_mirror_read(capability, (flags & SCHED_FLEET_FRESH) != 0, fleet))
+	{
+		if (flags & SCHED_FLEET_COPY)
+		{
+			SchedFleetRow *rows = palloc(sizeof(SchedFleetRow) * Max(fleet->count, 1));
+
+			memcpy(rows, fleet->rows, sizeof(SchedFleetRow) * fleet->count);
+			fleet->rows = rows;
+		}
+		return;
+	}
 	fleet->count = 0;
 	fleet->rows = palloc(sizeof(SchedFleetRow) * allocated);
 	portal = SPI_cursor_open(NULL, sched_spi_plan(stmt), &arg, NULL,
@@ -194,7 +205,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);
 		}
 		for (i = 0; i < SPI_processed; i++)
-			decode_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+			sched_fleet_decode(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 					   &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0, keys_of);
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
@@ -236,7 +247,8 @@ sched_fleet_cached(SchedFleetCache *cache, const char *capability, bool all_node
 	e->capability = pstrdup(capability);
 	e->all_nodes = all_nodes;
 	sched_fleet_load(capability,
-					 SCHED_FLEET_FRESH | SCHED_FLEET_LABELS | (all_nodes ? SCHED_FLEET_ALL_NODES : 0),
+					 SCHED_FLEET_FRESH | SCHED_FLEET_LABELS | SCHED_FLEET_COPY |
+					 (all_nodes ? SCHED_FLEET_ALL_NODES : 0),
 					 NULL, &e->fleet);
 	index_by_node(e);
 	if (e->fleet.count > cache->ranked_size)
@@ -366,7 +378,7 @@ sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row
 				   SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	decode_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, row, true, NULL);
+	sched_fleet_decode(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, row, true, NULL);
 	return true;
 }
 

@@ -23,6 +23,28 @@ connect_spi(void)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 }
 
+/* The best admitted pair alone (one pass, no sort): *count is 0 or 1. */
+static SchedRanked *
+best_of(const SchedPlacement *p, const SchedFleet *fleet, int *count)
+{
+	SchedRanked *best = palloc(sizeof(SchedRanked));
+	SchedRanked cand;
+	int			i;
+
+	*count = 0;
+	for (i = 0; i < fleet->count; i++)
+	{
+		if (sched_admission(p, &fleet->rows[i].c) != 0)
+			continue;
+		sched_score(p, &fleet->rows[i].c, &cand);
+		cand.index = i;
+		if (*count == 0 || sched_ranked_cmp(&cand, best) < 0)
+			*best = cand;
+		*count = 1;
+	}
+	return best;
+}
+
 /* Emits ranked candidates (all, or only the best with limit 1) into the SRF result. */
 static void
 emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, int limit)
@@ -35,7 +57,10 @@ emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, 
 
 	connect_spi();
 	sched_fleet_load(args->p.capability, sched_fleet_flags_for(&args->p, false), &args->p, &fleet);
-	ranked = sched_fleet_rank(&args->p, &fleet, &n);
+	if (limit == 1)
+		ranked = best_of(&args->p, &fleet, &n);
+	else
+		ranked = sched_fleet_rank(&args->p, &fleet, &n);
 	for (i = 0; i < n && (limit <= 0 || i < limit); i++)
 	{
 		SchedFleetRow *row = &fleet.rows[ranked[i].index];

@@ -72,7 +72,20 @@ _PG_init(void)
 							   "Takes effect only with pg_sched in shared_preload_libraries, at server start.",
 							   &sched_databases, "",
 							   PGC_POSTMASTER, GUC_LIST_INPUT, NULL, NULL, NULL);
+	DefineCustomBoolVariable("sched.fleet_mirror",
+							 "Whether placement reads the fleet from this backend's mirror, re-reading only nodes that changed.",
+							 "Needs pg_sched in shared_preload_libraries; off reads every worker of the capability at every call.",
+							 &sched_fleet_mirror, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.fleet_change_log_size",
+							"Entries of the shared log of changed nodes that keeps fleet mirrors current.",
+							"A backend that falls further behind reloads its mirror.",
+							&sched_fleet_change_log_size, 16384, 16, 1 << 22,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sched");
 	if (process_shared_preload_libraries_in_progress)
+	{
+		sched_fleet_mirror_preload();
 		sched_register_maintenance_workers();
+	}
 }

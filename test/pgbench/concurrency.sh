@@ -12,6 +12,9 @@
 #        start.pgbench            @1  start_attempt of a random DISPATCHED attempt
 #        finish.pgbench           @3  finish_attempt of a random live attempt (frees the
 #                                     slot and the reservation; 1 in 5 FAILED: requeued)
+#        mirror_check.pgbench     @1  the client's fleet mirror against the tables, same
+#                                     snapshot (must never differ)
+#        fleet_change.pgbench     @1  re-weights a random node
 #      and fails if pgbench reports any failed transaction (deadlock, serialization) or an
 #      aborted client (any other error);
 #   3. prints tps and what the dispatch calls answered;
@@ -62,6 +65,7 @@ pgbench -n -c 8 -j 2 -T "$DURATION" --failures-detailed \
     -D min_rid="$MIN_RID" -D max_rid="$MAX_RID" \
     -f "$HERE/dispatch_attempt.pgbench@6" -f "$HERE/dispatch_next.pgbench@2" \
     -f "$HERE/start.pgbench@1" -f "$HERE/finish.pgbench@3" \
+    -f "$HERE/mirror_check.pgbench@1" -f "$HERE/fleet_change.pgbench@1" \
     "$DB" >"$WORK/pgbench.out" 2>"$WORK/pgbench.err" || rc=$?
 sed -n '/^number of transactions actually processed/,/^tps/p' "$WORK/pgbench.out"
 if [ "$rc" -ne 0 ] || grep -qiE 'aborted|error' "$WORK/pgbench.err"; then
@@ -86,6 +90,11 @@ read -r DISPATCHED UNSCHEDULABLE ATTEMPTS ENDED LIVE < <(psql -X -At -F ' ' -d "
       FROM sched.attempt")
 say "dispatched $DISPATCHED, unschedulable $UNSCHEDULABLE; attempts $ATTEMPTS ($ENDED ended, $LIVE live) on $SLOTS slots"
 [ "$DISPATCHED" -eq "$ATTEMPTS" ] || fail "$DISPATCHED DISPATCHED outcomes but $ATTEMPTS attempts exist"
+read -r CHECKS DIFFER < <(psql -X -At -F ' ' -d "$DB" -c "
+    SELECT count(*), count(*) FILTER (WHERE outcome <> 'SAME') FROM bench_outcome WHERE script = 'mirror_check'")
+say "fleet mirror checked $CHECKS times against the tables during the run: $DIFFER differed"
+[ "$CHECKS" -gt 0 ] || fail "the fleet mirror was never checked"
+[ "$DIFFER" -eq 0 ] || fail "the fleet mirror differed from the tables $DIFFER times"
 [ "$ATTEMPTS" -gt "$SLOTS" ] || fail "only $ATTEMPTS attempts on $SLOTS slots: slots were never reused, the check proves little"
 
 # ---- 4. invariants ---------------------------------------------------------------------

@@ -114,22 +114,23 @@ SELECT function_privs_are('sched', fn, args, 'public', ARRAY[]::name[])
   FROM write_fn ORDER BY fn;
 
 -- nothing outside the allow-list: the read functions and the internal read-only
--- helpers they call (formatting, settings, input checks that only raise)
+-- helpers they call (formatting, settings, input checks that only raise), and the
+-- counters of the session's own fleet mirror
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace
        AND has_function_privilege('sched_observer', p.oid, 'EXECUTE')
        AND p.proname NOT IN (SELECT fn FROM read_fn)
        AND p.proname NOT IN ('_pending_explanations', '_setting_seconds', '_cpus', '_amount', '_duration',
-                             '_require', '_unknown', 'step_lock_key')
+                             '_require', '_unknown', 'step_lock_key', '_fleet_mirror_stats')
 $$, 'sched_observer can execute no function of schema sched outside the read-only allow-list');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace
        AND p.proname IN ('_pending_explanations', '_setting_seconds', '_cpus', '_amount', '_duration',
-                         '_require', '_unknown', 'step_lock_key')
-       AND p.provolatile = 'v' AND p.proname <> '_unknown'
-$$, 'the helpers granted to sched_observer are not volatile (except _unknown, which only raises)');
+                         '_require', '_unknown', 'step_lock_key', '_fleet_mirror_stats')
+       AND p.provolatile = 'v' AND p.proname NOT IN ('_unknown', '_fleet_mirror_stats')
+$$, 'the helpers granted to sched_observer are not volatile (except _unknown, which only raises, and _fleet_mirror_stats, which reads the session''s counters)');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace AND p.prosecdef

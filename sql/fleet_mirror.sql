@@ -1,0 +1,229 @@
+--
+-- fleet_mirror: each backend's copy of the fleet (src/fleet_mirror.c) answers exactly as
+-- the tables do after every kind of change to nodes and workers: updates of every column
+-- placement reads, inserts, deletes, a worker moved to another capability or node, own
+-- uncommitted changes, rolled back transactions and savepoints, TRUNCATE, node ids too
+-- long for the change log, and the extension dropped and created again.
+--
+-- Two checks after each change:
+--   sched._fleet_mirror_check(capability): the mirror brought up to a fresh snapshot
+--     against the tables read with that same snapshot (number of nodes that differ);
+--   same_ranking(...): rank_candidates with the mirror against rank_candidates with
+--     sched.fleet_mirror = off (rows in either result and not the other).
+-- The counters of sched._fleet_mirror_stats() show which path answered: a change to one
+-- node re-reads that node, not the fleet.
+--
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS pg_sched CASCADE;
+CREATE EXTENSION pg_sched;
+RESET client_min_messages;
+SET TIME ZONE 'UTC';
+
+CREATE FUNCTION pg_temp.ranking(cap text, off boolean)
+RETURNS TABLE (rank int, node_id text, score bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('sched.fleet_mirror', CASE WHEN off THEN 'off' ELSE 'on' END, true);
+    RETURN QUERY SELECT r.rank, r.node_id, r.score
+      FROM sched.rank_candidates(cap, '1', required_labels => '{"zone": "a"}',
+                                 preferred_labels => '{"tier": "fast"}',
+                                 reserve_cpu_millis => 500, reserve_memory_mb => 256,
+                                 heartbeat_ttl => '1 hour', at => '2024-01-01 12:00:30+00') r;
+    PERFORM set_config('sched.fleet_mirror', 'on', true);
+END $$;
+
+CREATE FUNCTION pg_temp.same(cap text DEFAULT 'm')
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    differ int := sched._fleet_mirror_check(cap);
+    ranked int;
+    missing int;
+BEGIN
+    TRUNCATE with_mirror, without_mirror;
+    INSERT INTO with_mirror SELECT * FROM pg_temp.ranking(cap, false);
+    INSERT INTO without_mirror SELECT * FROM pg_temp.ranking(cap, true);
+    SELECT count(*) INTO ranked FROM with_mirror;
+    SELECT count(*) INTO missing FROM (
+        (TABLE with_mirror EXCEPT TABLE without_mirror)
+        UNION ALL (TABLE without_mirror EXCEPT TABLE with_mirror)) d;
+    RETURN format('%s nodes differ, %s ranked, %s rankings differ', differ, ranked, missing);
+END $$;
+
+CREATE TEMP TABLE with_mirror (rank int, node_id text, score bigint);
+CREATE TEMP TABLE without_mirror (rank int, node_id text, score bigint);
+
+-- What the mirror did since the last call of this function.
+CREATE TEMP TABLE last_stats AS SELECT * FROM sched._fleet_mirror_stats();
+CREATE FUNCTION pg_temp.did()
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    now_ record;
+    was record;
+    result text;
+BEGIN
+    SELECT * INTO now_ FROM sched._fleet_mirror_stats();
+    SELECT * INTO was FROM last_stats;
+    result := format('full loads +%s, rows re-read +%s, bypassed +%s, losses +%s',
+                     now_.full_loads - was.full_loads, now_.rows_reread - was.rows_reread,
+                     now_.bypassed - was.bypassed, now_.losses - was.losses);
+    DELETE FROM last_stats;
+    INSERT INTO last_stats SELECT * FROM sched._fleet_mirror_stats();
+    RETURN result;
+END $$;
+
+-- In use: pg_sched is preloaded in the test clusters.
+SELECT usable FROM sched._fleet_mirror_stats();
+
+-- ---------------------------------------------------------------------------------
+-- A fleet of 40 nodes in two zones, capability 'm' (and 'other' on every fifth node).
+-- ---------------------------------------------------------------------------------
+SELECT count(*) FROM (
+  SELECT sched.upsert_node(format('n%s', lpad(i::text, 2, '0')),
+             labels => jsonb_build_object('zone', CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END,
+                                          'tier', CASE WHEN i % 3 = 0 THEN 'fast' ELSE 'slow' END),
+             cpu_millis => 4000 + i * 100, memory_mb => 8192, weight => 50 + i)
+    FROM generate_series(1, 40) i) s;
+SELECT count(*) FROM (
+  SELECT sched.register_worker(node_id, 'm', ARRAY['1'], slots => 4, at => '2024-01-01 12:00:00+00')
+    FROM sched.node) s;
+SELECT count(*) FROM (
+  SELECT sched.register_worker(node_id, 'other', ARRAY['1'], slots => 1, at => '2024-01-01 12:00:00+00')
+    FROM sched.node WHERE right(node_id, 1) IN ('0', '5')) s;
+
+-- first use in this backend: the capability is loaded whole
+SELECT pg_temp.same();
+SELECT pg_temp.same();
+SELECT pg_temp.did() IS NOT NULL AS reset_counters;
+-- nothing changed: nothing is read again
+SELECT pg_temp.same();
+SELECT pg_temp.did();
+
+-- ---------------------------------------------------------------------------------
+-- Updates of every column placement reads.  Each re-reads one node (its 'm' worker,
+-- and its 'other' worker where it has one), never the fleet.
+-- ---------------------------------------------------------------------------------
+UPDATE sched.node SET weight = 500 WHERE node_id = 'n02';
+SELECT pg_temp.same();
+SELECT pg_temp.did();
+UPDATE sched.node SET labels = '{"zone": "a", "tier": "fast"}' WHERE node_id = 'n04';
+SELECT pg_temp.same();
+UPDATE sched.node SET labels = '{"zone": "b"}' WHERE node_id = 'n06';
+SELECT pg_temp.same();
+UPDATE sched.node SET cpu_millis = 100 WHERE node_id = 'n08';
+SELECT pg_temp.same();
+UPDATE sched.node SET reserved_cpu_millis = 4000, reserved_memory_mb = 100, live_attempts = 3
+ WHERE node_id = 'n10';
+SELECT pg_temp.same();
+SELECT sched.drain_node('n12') IS NOT NULL AS drained;
+SELECT pg_temp.same();
+UPDATE sched.worker SET runtime_state = 'STARTING' WHERE node_id = 'n14' AND capability = 'm';
+SELECT pg_temp.same();
+UPDATE sched.worker SET scheduling_status = 'CORDONED' WHERE node_id = 'n16' AND capability = 'm';
+SELECT pg_temp.same();
+UPDATE sched.worker SET last_heartbeat = '2024-01-01 10:00:00+00' WHERE node_id = 'n18' AND capability = 'm';
+SELECT pg_temp.same();
+UPDATE sched.worker SET capability_versions = ARRAY['2'] WHERE node_id = 'n20' AND capability = 'm';
+SELECT pg_temp.same();
+UPDATE sched.worker SET live_attempts = 4 WHERE node_id = 'n22' AND capability = 'm';
+SELECT pg_temp.same();
+SELECT pg_temp.did();
+
+-- ---------------------------------------------------------------------------------
+-- Inserts and deletes; a worker moved to another capability and to another node.
+-- ---------------------------------------------------------------------------------
+SELECT sched.upsert_node('n99', labels => '{"zone": "a", "tier": "fast"}', cpu_millis => 9000,
+                         memory_mb => 9000, weight => 1000) IS NOT NULL AS added;
+SELECT pg_temp.same();
+SELECT (sched.register_worker('n99', 'm', ARRAY['1'], slots => 2, at => '2024-01-01 12:00:00+00')).generation;
+SELECT pg_temp.same();
+DELETE FROM sched.worker WHERE node_id = 'n24' AND capability = 'm';
+SELECT pg_temp.same();
+DELETE FROM sched.worker WHERE node_id = 'n25' AND capability = 'm';
+UPDATE sched.worker SET capability = 'm' WHERE node_id = 'n25' AND capability = 'other';
+SELECT pg_temp.same();
+SELECT pg_temp.same('other');
+UPDATE sched.worker SET capability = 'elsewhere' WHERE node_id = 'n26' AND capability = 'm';
+SELECT pg_temp.same();
+UPDATE sched.worker SET node_id = 'n24' WHERE node_id = 'n28' AND capability = 'm';
+SELECT pg_temp.same();
+DELETE FROM sched.worker WHERE node_id = 'n30';
+DELETE FROM sched.node WHERE node_id = 'n30';
+SELECT pg_temp.same();
+SELECT pg_temp.same('other');
+SELECT pg_temp.did();
+
+-- ---------------------------------------------------------------------------------
+-- Transactions: own uncommitted changes are seen, rolled back ones are undone.
+-- ---------------------------------------------------------------------------------
+BEGIN;
+UPDATE sched.node SET weight = 2000 WHERE node_id = 'n32';
+SELECT pg_temp.same();
+SELECT node_id FROM sched.select_candidate('m', '1', required_labels => '{"zone": "a"}',
+    heartbeat_ttl => '1 hour', at => '2024-01-01 12:00:30+00');
+ROLLBACK;
+SELECT pg_temp.same();
+SELECT node_id FROM sched.select_candidate('m', '1', required_labels => '{"zone": "a"}',
+    heartbeat_ttl => '1 hour', at => '2024-01-01 12:00:30+00');
+BEGIN;
+UPDATE sched.node SET weight = 3000 WHERE node_id = 'n34';
+SAVEPOINT s;
+UPDATE sched.node SET weight = 4000 WHERE node_id = 'n36';
+DELETE FROM sched.worker WHERE node_id = 'n38' AND capability = 'm';
+SELECT pg_temp.same();
+ROLLBACK TO SAVEPOINT s;
+SELECT pg_temp.same();
+COMMIT;
+SELECT pg_temp.same();
+SELECT node_id, score FROM sched.select_candidate('m', '1', required_labels => '{"zone": "a"}',
+    heartbeat_ttl => '1 hour', at => '2024-01-01 12:00:30+00');
+-- a dispatch changes the counters of the node it reserves on
+SELECT sched.submit('22222222-0000-0000-0000-000000000001', '22222222-0000-0000-0000-0000000000a1',
+    'm', '1', required_labels => '{"zone": "a"}', reserve_cpu_millis => 1500,
+    available_at => '2024-01-01 12:00:30+00') IS NOT NULL AS submitted;
+SELECT outcome, node_id FROM sched.dispatch_next(1, at => '2024-01-01 12:00:30+00');
+SELECT pg_temp.same();
+
+-- ---------------------------------------------------------------------------------
+-- Entries that cannot name a node: the mirror starts over, and is right.
+-- ---------------------------------------------------------------------------------
+SELECT pg_temp.did() IS NOT NULL AS reset_counters;
+SELECT sched.upsert_node(repeat('x', 100), labels => '{"zone": "a"}', cpu_millis => 9000,
+                         memory_mb => 9000, weight => 7000) IS NOT NULL AS long_id;
+SELECT (sched.register_worker(repeat('x', 100), 'm', ARRAY['1'], slots => 2,
+                              at => '2024-01-01 12:00:00+00')).generation;
+SELECT pg_temp.same();
+SELECT pg_temp.did() ~ 'losses \+[1-9]' AS started_over;
+SELECT pg_temp.same();
+TRUNCATE sched.node, sched.worker CASCADE;
+SELECT pg_temp.same();
+SELECT sched.upsert_node('t1', labels => '{"zone": "a"}', cpu_millis => 9000, memory_mb => 9000) IS NOT NULL;
+SELECT (sched.register_worker('t1', 'm', ARRAY['1'], slots => 2, at => '2024-01-01 12:00:00+00')).generation;
+SELECT pg_temp.same();
+SELECT pg_temp.did() ~ 'losses \+[1-9]' AS started_over;
+
+-- the extension dropped and created again: new tables, a new mirror
+SET client_min_messages = warning;
+DROP EXTENSION pg_sched CASCADE;
+CREATE EXTENSION pg_sched;
+RESET client_min_messages;
+SELECT sched.upsert_node('r1', labels => '{"zone": "a"}', cpu_millis => 9000, memory_mb => 9000) IS NOT NULL;
+SELECT (sched.register_worker('r1', 'm', ARRAY['1'], slots => 2, at => '2024-01-01 12:00:00+00')).generation;
+SELECT pg_temp.same();
+
+-- ---------------------------------------------------------------------------------
+-- Where the mirror does not answer, the tables do.
+-- ---------------------------------------------------------------------------------
+SET sched.fleet_mirror = off;
+SELECT usable FROM sched._fleet_mirror_stats();
+SELECT sched._fleet_mirror_check('m');
+RESET sched.fleet_mirror;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT usable FROM sched._fleet_mirror_stats();
+SELECT node_id FROM sched.select_candidate('m', '1', heartbeat_ttl => '1 hour',
+    at => '2024-01-01 12:00:30+00');
+COMMIT;
+SELECT sched._fleet_mirror_check(NULL);
+-- the trigger function is only a trigger
+SELECT sched._fleet_changed();

@@ -1,0 +1,1075 @@
+/*
+ * fleet_mirror.c — a per-backend copy of the fleet, kept current through a change log in
+ * shared memory, so that placement reads only the nodes that changed since its last call
+ * instead of every worker of the capability.
+ *
+ * The change log (shared, only when pg_sched is in shared_preload_libraries): a ring of
+ * sched.fleet_change_log_size entries (database, top-level xid, node_id).  A BEFORE ROW
+ * trigger on sched.node and sched.worker appends the node_id of every row it sees
+ * inserted, updated or deleted (old and new node_id), before the row is written and so
+ * before the writing transaction can commit; a BEFORE TRUNCATE trigger appends a
+ * "reload everything" entry, as does a node_id longer than CHANGE_ID_MAX.  Writers
+ * serialize on a spinlock; `next_seq` only ever covers complete entries, and readers detect
+ * an entry overwritten under them by its sequence number (seqlock).
+ *
+ * The mirror (backend-local, in its own memory context): for each capability asked for,
+ * the rows sched_fleet_load would return, as of the snapshot of the last refresh.
+ * Invariant, for a refresh with snapshot S (taken before the ring head H is read):
+ *   every row whose S-visible version differs from the mirror's was written by a
+ *   transaction T whose entry is either (a) past the entries already processed, so
+ *   seq < H and the refresh re-reads it, or (b) in the pending list, because T was still
+ *   in progress (or is this transaction) when the entry was processed.
+ * A transaction visible in S committed before S was taken, so its entries were appended
+ * before H was read.  Pending entries are re-read at every refresh and dropped once their
+ * transaction is settled in S (neither this transaction nor in progress for S).
+ *
+ * When entries were lost (the ring wrapped, a TRUNCATE, the first use in this backend),
+ * transactions still running may have written entries this backend never saw.  The mirror
+ * then reloads each capability from scratch at every refresh until a snapshot shows every
+ * transaction older than the loss (xid < reload_xid) settled: transactions started after
+ * it append only entries this backend reads.  A prepared transaction keeps it in that mode
+ * (correct, but as slow as no mirror) until it is resolved.
+ *
+ * The mirror is used only where it is exact: READ COMMITTED (snapshots of one backend
+ * grow monotonically; anything else, and a snapshot older than the last refresh, reads the
+ * tables as before), not during recovery (a standby's rows change without triggers), with
+ * sched.fleet_mirror on.  It only steers selection: dispatch re-checks admission on the
+ * rows it locks.
+ *
+ * Rows handed out are borrowed: their strings and the row arrays are freed only by a
+ * refresh in a later transaction, so that they stay valid for the whole call (and
+ * transaction) that got them.  Callers must not modify them (SCHED_FLEET_COPY copies).
+ */
+#include "pg_sched.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#define CHANGE_ID_MAX 88		/* bytes of node_id kept; longer ones reload everything */
+
+typedef enum ChangeKind
+{
+	CHANGE_NODE = 1,			/* re-read node_id and its workers */
+	CHANGE_ALL					/* reload the whole fleet of database dbid */
+} ChangeKind;
+
+typedef struct SchedChange
+{
+	pg_atomic_uint64 seq;		/* sequence number of the entry in this slot; 0: none */
+	Oid			dbid;
+	TransactionId xid;
+	uint8		kind;
+	uint8		len;
+	char		node_id[CHANGE_ID_MAX];
+} SchedChange;
+
+typedef struct SchedChangeLog
+{
+	slock_t		mutex;			/* serializes writers */
+	pg_atomic_uint64 next_seq;	/* entries with seq < next_seq are complete */
+	int			size;
+	SchedChange entries[FLEXIBLE_ARRAY_MEMBER];
+} SchedChangeLog;
+
+int			sched_fleet_change_log_size = 16384;
+bool		sched_fleet_mirror = true;
+
+static SchedChangeLog *change_log = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+change_log_bytes(void)
+{
+	return add_size(offsetof(SchedChangeLog, entries),
+					mul_size(sizeof(SchedChange), sched_fleet_change_log_size));
+}
+
+static void
+change_log_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(change_log_bytes());
+}
+
+static void
+change_log_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	change_log = ShmemInitStruct("pg_sched fleet change log", change_log_bytes(), &found);
+	if (!found)
+	{
+		int			i;
+
+		SpinLockInit(&change_log->mutex);
+		pg_atomic_init_u64(&change_log->next_seq, 1);
+		change_log->size = sched_fleet_change_log_size;
+		for (i = 0; i < change_log->size; i++)
+			pg_atomic_init_u64(&change_log->entries[i].seq, 0);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+sched_fleet_mirror_preload(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = change_log_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = change_log_startup;
+}
+
+static void
+change_log_append(ChangeKind kind, const char *node_id, size_t len)
+{
+	TransactionId xid = GetTopTransactionId();
+	SchedChange *e;
+	uint64		seq;
+
+	if (kind == CHANGE_NODE && len > CHANGE_ID_MAX)
+		kind = CHANGE_ALL;
+	SpinLockAcquire(&change_log->mutex);
+	seq = pg_atomic_read_u64(&change_log->next_seq);
+	e = &change_log->entries[seq % change_log->size];
+	pg_atomic_write_u64(&e->seq, 0);
+	pg_write_barrier();
+	e->dbid = MyDatabaseId;
+	e->xid = xid;
+	e->kind = (uint8) kind;
+	e->len = kind == CHANGE_NODE ? (uint8) len : 0;
+	if (kind == CHANGE_NODE)
+		memcpy(e->node_id, node_id, len);
+	pg_write_barrier();
+	pg_atomic_write_u64(&e->seq, seq);
+	pg_write_barrier();
+	pg_atomic_write_u64(&change_log->next_seq, seq + 1);
+	SpinLockRelease(&change_log->mutex);
+}
+
+static void
+append_node_of(HeapTuple tup, TupleDesc desc, int attnum)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tup, attnum, desc, &isnull);
+	text	   *t;
+
+	if (isnull)
+		return;
+	t = DatumGetTextPP(d);
+	change_log_append(CHANGE_NODE, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
+/*
+ * sched._fleet_changed(): BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW and BEFORE
+ * TRUNCATE on sched.node and sched.worker (both have a node_id column).  Without the
+ * shared change log (not preloaded) it does nothing: no backend has a mirror then.
+ */
+PG_FUNCTION_INFO_V1(sched_fleet_changed);
+
+Datum
+sched_fleet_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	int			attnum;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("sched._fleet_changed() may only be called as a trigger")));
+	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+	{
+		if (change_log != NULL)
+			change_log_append(CHANGE_ALL, NULL, 0);
+		return PointerGetDatum(NULL);
+	}
+	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event) || !TRIGGER_FIRED_BEFORE(td->tg_event))
+		elog(ERROR, "sched._fleet_changed() must be a BEFORE ROW or BEFORE TRUNCATE trigger");
+	if (change_log != NULL)
+	{
+		desc = RelationGetDescr(td->tg_relation);
+		attnum = SPI_fnumber(desc, "node_id");
+		if (attnum <= 0)
+			elog(ERROR, "sched._fleet_changed(): table %s has no node_id column",
+				 RelationGetRelationName(td->tg_relation));
+		append_node_of(td->tg_trigtuple, desc, attnum);
+		if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+		{
+			bool		old_null,
+						new_null;
+			Datum		old_id = heap_getattr(td->tg_trigtuple, attnum, desc, &old_null);
+			Datum		new_id = heap_getattr(td->tg_newtuple, attnum, desc, &new_null);
+
+			if (old_null || new_null || !datumIsEqual(old_id, new_id, false, -1))
+				append_node_of(td->tg_newtuple, desc, attnum);
+		}
+	}
+	return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple
+						   : td->tg_trigtuple);
+}
+
+/* ---- the mirror ---- */
+
+typedef struct MirrorCap
+{
+	char	   *capability;
+	SchedFleet	fleet;			/* rows: each row's strings in one chunk (row.owned) */
+	int			allocated;
+	int		   *slots;			/* open addressing by node_id: row index or -1 */
+	int			nslots;			/* power of two, > 2 x rows */
+} MirrorCap;
+
+typedef struct PendingChange
+{
+	TransactionId xid;
+	char	   *node_id;
+} PendingChange;
+
+static struct
+{
+	MemoryContext cxt;
+	Oid			dbid;
+	Oid			node_relid;
+	Oid			worker_relid;
+	uint64		next_seq;		/* entries below are processed */
+	bool		reloading;		/* entries may have been lost: reload at every refresh */
+	TransactionId reload_xid;	/* ... until every xid before this is settled */
+	PendingChange *pending;
+	int			npending;
+	int			pending_allocated;
+	MirrorCap  *caps;
+	int			ncaps;
+	int			caps_allocated;
+	void	  **garbage;		/* chunks to free once no call of this transaction can
+								 * hold them */
+	int			ngarbage;
+	int			garbage_allocated;
+	LocalTransactionId garbage_lxid;
+	bool		has_last;		/* the snapshot of the last refresh */
+	TransactionId last_xmax;
+	TransactionId *last_xip;
+	int			last_xcnt;
+	/* counters, for sched._fleet_mirror_stats() */
+	int64		refreshes;
+	int64		full_loads;
+	int64		rows_reread;
+	int64		bypassed;
+	int64		losses;
+} M;
+
+static void
+to_garbage(void *chunk)
+{
+	if (chunk == NULL)
+		return;
+	if (M.ngarbage == M.garbage_allocated)
+	{
+		M.garbage_allocated = Max(64, M.garbage_allocated * 2);
+		M.garbage = M.garbage == NULL
+			? MemoryContextAlloc(M.cxt, sizeof(void *) * M.garbage_allocated)
+			: repalloc(M.garbage, sizeof(void *) * M.garbage_allocated);
+	}
+	M.garbage[M.ngarbage++] = chunk;
+	M.garbage_lxid = MyProc->lxid;
+}
+
+static void
+collect_garbage(void)
+{
+	int			i;
+
+	if (M.ngarbage == 0 || M.garbage_lxid == MyProc->lxid)
+		return;
+	for (i = 0; i < M.ngarbage; i++)
+		pfree(M.garbage[i]);
+	M.ngarbage = 0;
+}
+
+/* Drops every capability (their rows go to the garbage). */
+static void
+drop_caps(void)
+{
+	int			i,
+				j;
+
+	for (i = 0; i < M.ncaps; i++)
+	{
+		MirrorCap  *cap = &M.caps[i];
+
+		for (j = 0; j < cap->fleet.count; j++)
+			to_garbage(cap->fleet.rows[j].owned);
+		to_garbage(cap->fleet.rows);
+		to_garbage(cap->slots);
+		to_garbage(cap->capability);
+	}
+	M.ncaps = 0;
+}
+
+/* Copies the strings of row r (decoded in another context) into one chunk of M.cxt. */
+static void
+pack_row(SchedFleetRow *r)
+{
+	SchedCandidate *c = &r->c;
+	Size		size = MAXALIGN(sizeof(SchedLabel) * c->labels.count) +
+		MAXALIGN(sizeof(char *) * c->version_count) + strlen(c->node_id) + 1;
+	char	   *chunk;
+	char	   *p;
+	SchedLabel *labels;
+	const char **versions;
+	int			i;
+
+	for (i = 0; i < c->labels.count; i++)
+		size += strlen(c->labels.items[i].key) + strlen(c->labels.items[i].value) + 2;
+	for (i = 0; i < c->version_count; i++)
+		if (c->versions[i] != NULL)
+			size += strlen(c->versions[i]) + 1;
+	chunk = MemoryContextAlloc(M.cxt, size);
+	labels = (SchedLabel *) chunk;
+	versions = (const char **) (chunk + MAXALIGN(sizeof(SchedLabel) * c->labels.count));
+	p = (char *) versions + MAXALIGN(sizeof(char *) * c->version_count);
+#define PUT(dst, s) do { size_t l_ = strlen(s) + 1; memcpy(p, (s), l_); (dst) = p; p += l_; } while (0)
+	PUT(c->node_id, c->node_id);
+	for (i = 0; i < c->labels.count; i++)
+	{
+		PUT(labels[i].key, c->labels.items[i].key);
+		PUT(labels[i].value, c->labels.items[i].value);
+	}
+	for (i = 0; i < c->version_count; i++)
+	{
+		if (c->versions[i] != NULL)
+			PUT(versions[i], c->versions[i]);
+		else
+			versions[i] = NULL;
+	}
+#undef PUT
+	Assert(p <= chunk + size);
+	c->labels.items = labels;
+	c->versions = versions;
+	r->owned = chunk;
+}
+
+static uint32
+node_hash(const char *node_id)
+{
+	return hash_bytes((const unsigned char *) node_id, strlen(node_id));
+}
+
+static void
+index_rows(MirrorCap *cap)
+{
+	int			want = 16;
+	int			i;
+
+	while (want < 2 * cap->fleet.count + 2)
+		want *= 2;
+	if (want != cap->nslots)
+	{
+		to_garbage(cap->slots);
+		cap->slots = MemoryContextAlloc(M.cxt, sizeof(int) * want);
+		cap->nslots = want;
+	}
+	memset(cap->slots, -1, sizeof(int) * cap->nslots);
+	for (i = 0; i < cap->fleet.count; i++)
+	{
+		uint32		h = node_hash(cap->fleet.rows[i].c.node_id) & (cap->nslots - 1);
+
+		while (cap->slots[h] >= 0)
+			h = (h + 1) & (cap->nslots - 1);
+		cap->slots[h] = i;
+	}
+}
+
+/* Row index of node_id in cap, or -1. */
+static int
+find_row(MirrorCap *cap, const char *node_id)
+{
+	uint32		h = node_hash(node_id) & (cap->nslots - 1);
+
+	while (cap->slots[h] >= 0)
+	{
+		if (strcmp(cap->fleet.rows[cap->slots[h]].c.node_id, node_id) == 0)
+			return cap->slots[h];
+		h = (h + 1) & (cap->nslots - 1);
+	}
+	return -1;
+}
+
+/* Appends a packed row; the old array goes to the garbage when it has to grow. */
+static void
+append_row(MirrorCap *cap, const SchedFleetRow *row)
+{
+	if (cap->fleet.count == cap->allocated)
+	{
+		int			allocated = Max(64, cap->allocated * 2);
+		SchedFleetRow *rows = MemoryContextAlloc(M.cxt, sizeof(SchedFleetRow) * allocated);
+
+		if (cap->fleet.count > 0)
+			memcpy(rows, cap->fleet.rows, sizeof(SchedFleetRow) * cap->fleet.count);
+		to_garbage(cap->fleet.rows);
+		cap->fleet.rows = rows;
+		cap->allocated = allocated;
+	}
+	cap->fleet.rows[cap->fleet.count++] = *row;
+	if (2 * cap->fleet.count + 2 > cap->nslots)
+		index_rows(cap);
+	else
+	{
+		uint32		h = node_hash(row->c.node_id) & (cap->nslots - 1);
+
+		while (cap->slots[h] >= 0)
+			h = (h + 1) & (cap->nslots - 1);
+		cap->slots[h] = cap->fleet.count - 1;
+	}
+}
+
+static SchedStatement mirror_load = {
+	SCHED_FLEET_COLUMNS
+	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
+	" WHERE w.capability OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}, NULL, true
+};
+
+static SchedStatement mirror_reread = {
+	SCHED_FLEET_COLUMNS ", w.capability "
+	"  FROM sched.node n JOIN sched.worker w ON w.node_id OPERATOR(pg_catalog.=) n.node_id "
+	" WHERE n.node_id OPERATOR(pg_catalog.=) ANY ($1)",
+	1, {TEXTARRAYOID}
+};
+
+#define REREAD_CAPABILITY_COLUMN (SCHED_FLEET_COLUMN_COUNT + 1)
+
+/* Loads capability `capability` whole, with snapshot S (the active one). */
+static MirrorCap *
+load_cap(const char *capability)
+{
+	MemoryContext old;
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "pg_sched mirror load",
+											  ALLOCSET_DEFAULT_SIZES);
+	Datum		arg = CStringGetTextDatum(capability);
+	Portal		portal;
+	MirrorCap  *cap;
+
+	if (M.ncaps == M.caps_allocated)
+	{
+		M.caps_allocated = Max(4, M.caps_allocated * 2);
+		M.caps = M.caps == NULL
+			? MemoryContextAlloc(M.cxt, sizeof(MirrorCap) * M.caps_allocated)
+			: repalloc(M.caps, sizeof(MirrorCap) * M.caps_allocated);
+	}
+	cap = &M.caps[M.ncaps];
+	memset(cap, 0, sizeof(*cap));
+	cap->capability = MemoryContextStrdup(M.cxt, capability);
+	portal = SPI_cursor_open(NULL, sched_spi_plan(&mirror_load), &arg, NULL, true);
+	if (portal == NULL)
+		elog(ERROR, "pg_sched: could not open the fleet cursor (%s)",
+			 SPI_result_code_string(SPI_result));
+	for (;;)
+	{
+		uint64		i;
+
+		SPI_cursor_fetch(portal, true, 512);
+		if (SPI_processed == 0)
+			break;
+		for (i = 0; i < SPI_processed; i++)
+		{
+			SchedFleetRow row;
+
+			old = MemoryContextSwitchTo(tmp);
+			sched_fleet_decode(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &row, true, NULL);
+			MemoryContextSwitchTo(old);
+			pack_row(&row);
+			append_row(cap, &row);
+			MemoryContextReset(tmp);
+		}
+		SPI_freetuptable(SPI_tuptable);
+		SPI_tuptable = NULL;
+	}
+	SPI_cursor_close(portal);
+	MemoryContextDelete(tmp);
+	if (cap->slots == NULL)
+		index_rows(cap);
+	M.ncaps++;
+	M.full_loads++;
+	return cap;
+}
+
+/* Whether xid's effects are final in snapshot S: not ours, and not in progress for S. */
+static bool
+xid_settled(TransactionId xid, Snapshot S)
+{
+	return !TransactionIdIsCurrentTransactionId(xid) && !XidInMVCCSnapshot(xid, S);
+}
+
+/* Whether everything the last refresh's snapshot saw committed, S sees too. */
+static bool
+snapshot_covers_last(Snapshot S)
+{
+	int			i,
+				j;
+
+	if (!M.has_last)
+		return true;
+	if (TransactionIdPrecedes(S->xmax, M.last_xmax))
+		return false;
+	for (i = 0; i < S->xcnt; i++)
+	{
+		bool		was_running = false;
+
+		if (!TransactionIdPrecedes(S->xip[i], M.last_xmax))
+			continue;
+		for (j = 0; j < M.last_xcnt && !was_running; j++)
+			was_running = M.last_xip[j] == S->xip[i];
+		if (!was_running)
+			return false;
+	}
+	return true;
+}
+
+static void
+remember_snapshot(Snapshot S)
+{
+	if (M.last_xip != NULL)
+		pfree(M.last_xip);
+	M.last_xip = MemoryContextAlloc(M.cxt, sizeof(TransactionId) * Max(S->xcnt, 1));
+	memcpy(M.last_xip, S->xip, sizeof(TransactionId) * S->xcnt);
+	M.last_xcnt = S->xcnt;
+	M.last_xmax = S->xmax;
+	M.has_last = true;
+}
+
+/* Entries were lost: from now on, reload until every older transaction is settled. */
+static void
+lose_entries(uint64 head)
+{
+	drop_caps();
+	M.npending = 0;
+	M.next_seq = head;
+	M.reloading = true;
+	M.reload_xid = ReadNextTransactionId();
+	M.losses++;
+}
+
+/* Whether every transaction with an xid before M.reload_xid is settled in S. */
+static bool
+older_settled(Snapshot S)
+{
+	int			i;
+
+	TransactionId xid;
+
+	/* S treats xids from its xmax on as running: only ours may be among them */
+	if (TransactionIdPrecedes(S->xmax, M.reload_xid))
+	{
+		if (M.reload_xid - S->xmax > 64)
+			return false;
+		xid = S->xmax;
+		while (TransactionIdPrecedes(xid, M.reload_xid))
+		{
+			if (!TransactionIdIsCurrentTransactionId(xid))
+				return false;
+			TransactionIdAdvance(xid);
+		}
+	}
+	for (i = 0; i < S->xcnt; i++)
+		if (TransactionIdPrecedes(S->xip[i], M.reload_xid))
+			return false;
+	return true;
+}
+
+static void
+add_pending(TransactionId xid, const char *node_id)
+{
+	if (M.npending == M.pending_allocated)
+	{
+		M.pending_allocated = Max(64, M.pending_allocated * 2);
+		M.pending = M.pending == NULL
+			? MemoryContextAlloc(M.cxt, sizeof(PendingChange) * M.pending_allocated)
+			: repalloc(M.pending, sizeof(PendingChange) * M.pending_allocated);
+	}
+	M.pending[M.npending].xid = xid;
+	M.pending[M.npending].node_id = MemoryContextStrdup(M.cxt, node_id);
+	M.npending++;
+}
+
+static int
+pending_cmp(const void *a, const void *b)
+{
+	const PendingChange *x = a;
+	const PendingChange *y = b;
+
+	if (x->xid != y->xid)
+		return x->xid < y->xid ? -1 : 1;
+	return strcmp(x->node_id, y->node_id);
+}
+
+static int
+cstring_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Re-reads `count` nodes (sorted, unique) with the active snapshot and patches every
+ * capability of the mirror. */
+static void
+reread_nodes(char **ids, int count)
+{
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "pg_sched mirror reread",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(tmp);
+	Datum	   *elems = palloc(sizeof(Datum) * count);
+	bool	  **stale = palloc0(sizeof(bool *) * M.ncaps);
+	int		   *before = palloc0(sizeof(int) * M.ncaps);
+	Datum		arg;
+	int			i,
+				k;
+	uint64		t;
+
+	for (i = 0; i < count; i++)
+		elems[i] = CStringGetTextDatum(ids[i]);
+	arg = PointerGetDatum(construct_array(elems, count, TEXTOID, -1, false, TYPALIGN_INT));
+	/* rows of the changed nodes as the mirror has them: stale until re-read */
+	for (k = 0; k < M.ncaps; k++)
+	{
+		before[k] = M.caps[k].fleet.count;
+		stale[k] = palloc0(sizeof(bool) * Max(before[k], 1));
+		for (i = 0; i < count; i++)
+		{
+			int			r = find_row(&M.caps[k], ids[i]);
+
+			if (r >= 0)
+				stale[k][r] = true;
+		}
+	}
+	MemoryContextSwitchTo(old);
+	sched_spi_exec(&mirror_reread, &arg, NULL, true, 0, SPI_OK_SELECT);
+	M.rows_reread += SPI_processed;
+	for (t = 0; t < SPI_processed; t++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[t];
+		bool		isnull;
+		Datum		capd = SPI_getbinval(tup, SPI_tuptable->tupdesc, REREAD_CAPABILITY_COLUMN,
+										 &isnull);
+		char	   *capability = TextDatumGetCString(capd);
+		SchedFleetRow row;
+		int			r;
+
+		for (k = 0; k < M.ncaps; k++)
+			if (strcmp(M.caps[k].capability, capability) == 0)
+				break;
+		pfree(capability);
+		if (k == M.ncaps)
+			continue;			/* a capability nobody asked for */
+		old = MemoryContextSwitchTo(tmp);
+		sched_fleet_decode(tup, SPI_tuptable->tupdesc, &row, true, NULL);
+		MemoryContextSwitchTo(old);
+		pack_row(&row);
+		r = find_row(&M.caps[k], row.c.node_id);
+		if (r >= 0)
+		{
+			to_garbage(M.caps[k].fleet.rows[r].owned);
+			M.caps[k].fleet.rows[r] = row;	/* same node_id: the index stays right */
+			if (r < before[k])
+				stale[k][r] = false;
+		}
+		else
+			append_row(&M.caps[k], &row);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	SPI_tuptable = NULL;
+	/* rows still stale are gone (node or worker deleted, capability changed) */
+	for (k = 0; k < M.ncaps; k++)
+	{
+		MirrorCap  *cap = &M.caps[k];
+		bool		removed = false;
+
+		for (i = before[k] - 1; i >= 0; i--)
+		{
+			if (!stale[k][i])
+				continue;
+			to_garbage(cap->fleet.rows[i].owned);
+			cap->fleet.rows[i] = cap->fleet.rows[cap->fleet.count - 1];
+			cap->fleet.count--;
+			removed = true;
+		}
+		if (removed)
+			index_rows(cap);
+	}
+	MemoryContextDelete(tmp);
+}
+
+/*
+ * Brings the mirror up to snapshot S (which must stay the active snapshot for the
+ * statements run here).  Returns false when the mirror cannot answer for S.
+ */
+static bool
+refresh(Snapshot S)
+{
+	Oid			nsp;
+	Oid			node_relid;
+	Oid			worker_relid;
+	uint64		head;
+	uint64		seq;
+	char	  **changed;
+	int			nchanged = 0;
+	int			allocated = 64;
+	int			i;
+	int			kept;
+
+	nsp = get_namespace_oid("sched", false);
+	node_relid = get_relname_relid("node", nsp);
+	worker_relid = get_relname_relid("worker", nsp);
+	if (M.cxt == NULL)
+	{
+		M.cxt = AllocSetContextCreate(TopMemoryContext, "pg_sched fleet mirror",
+									  ALLOCSET_DEFAULT_SIZES);
+		M.dbid = InvalidOid;
+	}
+	collect_garbage();
+	if (!snapshot_covers_last(S))
+	{
+		M.bypassed++;
+		return false;
+	}
+	M.refreshes++;
+	head = pg_atomic_read_u64(&change_log->next_seq);	/* after S was taken */
+	pg_read_barrier();
+	if (M.dbid != MyDatabaseId || M.node_relid != node_relid || M.worker_relid != worker_relid)
+	{
+		M.dbid = MyDatabaseId;
+		M.node_relid = node_relid;
+		M.worker_relid = worker_relid;
+		lose_entries(head);
+	}
+	else if (head - M.next_seq > (uint64) change_log->size)
+		lose_entries(head);
+
+	changed = palloc(sizeof(char *) * allocated);
+	for (seq = M.next_seq; seq < head; seq++)
+	{
+		SchedChange *slot = &change_log->entries[seq % change_log->size];
+		SchedChange e;
+		char		id[CHANGE_ID_MAX + 1];
+
+		if (pg_atomic_read_u64(&slot->seq) != seq)
+		{
+			lose_entries(head);
+			break;
+		}
+		pg_read_barrier();
+		e.dbid = slot->dbid;
+		e.xid = slot->xid;
+		e.kind = slot->kind;
+		e.len = slot->len;
+		memcpy(id, slot->node_id, Min(e.len, CHANGE_ID_MAX));
+		id[Min(e.len, CHANGE_ID_MAX)] = '\0';
+		pg_read_barrier();
+		if (pg_atomic_read_u64(&slot->seq) != seq)
+		{
+			lose_entries(head);
+			break;
+		}
+		if (e.dbid != MyDatabaseId)
+			continue;
+		if (e.kind == CHANGE_ALL)
+		{
+			lose_entries(head);
+			break;
+		}
+		if (!xid_settled(e.xid, S))
+			add_pending(e.xid, id);
+		if (nchanged == allocated)
+			changed = repalloc(changed, sizeof(char *) * (allocated *= 2));
+		changed[nchanged++] = pstrdup(id);
+	}
+	M.next_seq = head;
+
+	if (M.reloading)
+	{
+		/* every capability is loaded afresh at S by its caller; pending keeps what is
+		 * still in progress */
+		drop_caps();
+		if (older_settled(S))
+			M.reloading = false;
+	}
+	/* pending entries: re-read every time, dropped once settled */
+	for (i = 0, kept = 0; i < M.npending; i++)
+	{
+		if (nchanged == allocated)
+			changed = repalloc(changed, sizeof(char *) * (allocated *= 2));
+		changed[nchanged++] = M.pending[i].node_id;
+		if (xid_settled(M.pending[i].xid, S))
+			to_garbage(M.pending[i].node_id);
+		else
+			M.pending[kept++] = M.pending[i];
+	}
+	M.npending = kept;
+	if (M.npending > 1)
+	{
+		/* one entry per (transaction, node) */
+		qsort(M.pending, M.npending, sizeof(PendingChange), pending_cmp);
+		for (i = 1, kept = 1; i < M.npending; i++)
+		{
+			if (M.pending[i].xid == M.pending[kept - 1].xid &&
+				strcmp(M.pending[i].node_id, M.pending[kept - 1].node_id) == 0)
+				to_garbage(M.pending[i].node_id);
+			else
+				M.pending[kept++] = M.pending[i];
+		}
+		M.npending = kept;
+	}
+
+	if (nchanged > 0 && M.ncaps > 0)
+	{
+		int			total = 0;
+		int			unique = 0;
+
+		for (i = 0; i < M.ncaps; i++)
+			total += M.caps[i].fleet.count;
+		qsort(changed, nchanged, sizeof(char *), cstring_cmp);
+		for (i = 0; i < nchanged; i++)
+			if (unique == 0 || strcmp(changed[unique - 1], changed[i]) != 0)
+				changed[unique++] = changed[i];
+		if (unique > 64 && unique > total / 4)
+			drop_caps();		/* cheaper to read the capabilities again */
+		else
+			reread_nodes(changed, unique);
+	}
+	remember_snapshot(S);
+	return true;
+}
+
+bool
+sched_fleet_mirror_usable(void)
+{
+	return change_log != NULL && sched_fleet_mirror && !RecoveryInProgress() &&
+		!IsolationUsesXactSnapshot();
+}
+
+bool
+sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
+{
+	Snapshot	S;
+	bool		ok;
+	int			i;
+	MirrorCap  *cap = NULL;
+
+	if (!sched_fleet_mirror_usable())
+		return false;
+	if (fresh)
+	{
+		/* what a non-read-only SPI statement would see: our own writes included */
+		CommandCounterIncrement();
+		S = GetTransactionSnapshot();
+	}
+	else
+		S = GetActiveSnapshot();
+	PushActiveSnapshot(S);
+	S = GetActiveSnapshot();
+	PG_TRY();
+	{
+		ok = refresh(S);
+		if (ok)
+		{
+			for (i = 0; i < M.ncaps && cap == NULL; i++)
+				if (strcmp(M.caps[i].capability, capability) == 0)
+					cap = &M.caps[i];
+			if (cap == NULL)
+				cap = load_cap(capability);
+		}
+	}
+	PG_CATCH();
+	{
+		/* the mirror may be half patched: start over next time */
+		drop_caps();
+		for (i = 0; i < M.npending; i++)
+			to_garbage(M.pending[i].node_id);
+		M.npending = 0;
+		M.reloading = true;
+		M.reload_xid = ReadNextTransactionId();
+		M.has_last = false;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	PopActiveSnapshot();
+	if (!ok)
+		return false;
+	*fleet = cap->fleet;
+	return true;
+}
+
+/*
+ * sched._fleet_mirror_stats(): this backend's mirror, for tests and operators.
+ */
+PG_FUNCTION_INFO_V1(sched_fleet_mirror_stats);
+
+Datum
+sched_fleet_mirror_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[9];
+	bool		nulls[9] = {0};
+	int			rows = 0;
+	int			i;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_sched: _fleet_mirror_stats must return a record");
+	for (i = 0; i < M.ncaps; i++)
+		rows += M.caps[i].fleet.count;
+	values[0] = BoolGetDatum(sched_fleet_mirror_usable());
+	values[1] = Int32GetDatum(M.ncaps);
+	values[2] = Int32GetDatum(rows);
+	values[3] = Int32GetDatum(M.npending);
+	values[4] = Int64GetDatum(M.refreshes);
+	values[5] = Int64GetDatum(M.full_loads);
+	values[6] = Int64GetDatum(M.rows_reread);
+	values[7] = Int64GetDatum(M.bypassed);
+	values[8] = Int64GetDatum(M.losses);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+static bool
+labels_equal(const SchedLabelSet *a, const SchedLabelSet *b)
+{
+	int			i;
+
+	if (a->count != b->count)
+		return false;
+	for (i = 0; i < a->count; i++)
+		if (strcmp(a->items[i].key, b->items[i].key) != 0 ||
+			strcmp(a->items[i].value, b->items[i].value) != 0)
+			return false;
+	return true;
+}
+
+/* Whether two fleet rows of one node hold the same values (every field placement or the
+ * reservation's re-check reads). */
+static bool
+rows_equal(const SchedFleetRow *x, const SchedFleetRow *y)
+{
+	const SchedCandidate *a = &x->c;
+	const SchedCandidate *b = &y->c;
+	int			i;
+
+	if (strcmp(a->node_id, b->node_id) != 0 || a->management_status != b->management_status ||
+		!labels_equal(&a->labels, &b->labels) || a->cpu_millis != b->cpu_millis ||
+		a->memory_mb != b->memory_mb || a->gpus != b->gpus || a->weight != b->weight ||
+		a->reserved_cpu_millis != b->reserved_cpu_millis ||
+		a->reserved_memory_mb != b->reserved_memory_mb || a->reserved_gpus != b->reserved_gpus ||
+		a->node_live_attempts != b->node_live_attempts || a->has_worker != b->has_worker ||
+		a->runtime_state != b->runtime_state || a->scheduling_status != b->scheduling_status ||
+		a->has_heartbeat != b->has_heartbeat || a->last_heartbeat != b->last_heartbeat ||
+		a->version_count != b->version_count || a->slots != b->slots ||
+		a->worker_live_attempts != b->worker_live_attempts ||
+		memcmp(&x->worker_id, &y->worker_id, sizeof(pg_uuid_t)) != 0 ||
+		x->generation != y->generation ||
+		!ItemPointerEquals((ItemPointer) &x->worker_tid, (ItemPointer) &y->worker_tid) ||
+		!ItemPointerEquals((ItemPointer) &x->node_tid, (ItemPointer) &y->node_tid))
+		return false;
+	for (i = 0; i < a->version_count; i++)
+		if ((a->versions[i] == NULL) != (b->versions[i] == NULL) ||
+			(a->versions[i] != NULL && strcmp(a->versions[i], b->versions[i]) != 0))
+			return false;
+	return true;
+}
+
+/*
+ * sched._fleet_mirror_check(capability): brings the mirror up to a fresh snapshot, reads
+ * the tables with that same snapshot, and returns how many nodes differ (rows missing on
+ * either side, or holding other values).  0 is the mirror's invariant; the concurrency
+ * test calls it while other sessions dispatch, finish and change the fleet.
+ */
+PG_FUNCTION_INFO_V1(sched_fleet_mirror_check);
+
+Datum
+sched_fleet_mirror_check(PG_FUNCTION_ARGS)
+{
+	char	   *capability;
+	SchedFleet	mirrored;
+	SchedFleet	direct;
+	Portal		portal;
+	Datum		arg;
+	bool	   *seen;
+	int			differ = 0;
+	int			i;
+
+	sched_check_not_null(fcinfo, 0, "capability");
+	if (!sched_fleet_mirror_usable())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the fleet mirror is not in use in this session"),
+				 errhint("It needs pg_sched in shared_preload_libraries, sched.fleet_mirror = on, READ COMMITTED and no recovery.")));
+	capability = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	arg = PG_GETARG_DATUM(0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (!sched_fleet_mirror_read(capability, false, &mirrored))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the fleet mirror cannot answer for this snapshot")));
+	/* the same snapshot, read from the tables */
+	direct.count = 0;
+	direct.rows = palloc(sizeof(SchedFleetRow) * Max(mirrored.count, 16));
+	portal = SPI_cursor_open(NULL, sched_spi_plan(&mirror_load), &arg, NULL, true);
+	for (;;)
+	{
+		uint64		t;
+
+		SPI_cursor_fetch(portal, true, 512);
+		if (SPI_processed == 0)
+			break;
+		direct.rows = repalloc(direct.rows, sizeof(SchedFleetRow) *
+							   Max(direct.count + (int) SPI_processed, 16));
+		for (t = 0; t < SPI_processed; t++)
+			sched_fleet_decode(SPI_tuptable->vals[t], SPI_tuptable->tupdesc,
+							   &direct.rows[direct.count++], true, NULL);
+	}
+	SPI_cursor_close(portal);
+	PopActiveSnapshot();
+
+	seen = palloc0(sizeof(bool) * Max(mirrored.count, 1));
+	for (i = 0; i < direct.count; i++)
+	{
+		MirrorCap  *cap = NULL;
+		int			k,
+					r;
+
+		for (k = 0; k < M.ncaps && cap == NULL; k++)
+			if (strcmp(M.caps[k].capability, capability) == 0)
+				cap = &M.caps[k];
+		Assert(cap != NULL);
+		r = find_row(cap, direct.rows[i].c.node_id);
+		if (r < 0 || !rows_equal(&cap->fleet.rows[r], &direct.rows[i]))
+			differ++;
+		if (r >= 0)
+			seen[r] = true;
+	}
+	for (i = 0; i < mirrored.count; i++)
+		if (!seen[i])
+			differ++;
+	SPI_finish();
+	PG_RETURN_INT32(differ);
+}
