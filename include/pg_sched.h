@@ -50,6 +50,9 @@ typedef struct SchedStatement
 	SPIPlanPtr	plan;
 	bool		custom_plan;	/* plan for each call's values (CURSOR_OPT_CUSTOM_PLAN):
 								 * for statements whose best plan depends on them */
+	bool		generic_plan;	/* never plan for the values (CURSOR_OPT_GENERIC_PLAN):
+								 * for statements whose values the planner would only
+								 * look at to arrive at the same plan */
 } SchedStatement;
 
 /* The kept plan of a statement, prepared on first use. */
@@ -145,12 +148,15 @@ typedef struct SchedFleetRow
 	ItemPointerData worker_tid;	/* the row versions read, for sched_fleet_pair_locker */
 	ItemPointerData node_tid;
 	void	   *owned;			/* the fleet mirror's chunk holding the row's strings */
+	bool		busy;			/* batches only: held by another running transaction
+								 * when tried; passed over for the rest of the call */
 } SchedFleetRow;
 
 typedef struct SchedFleet
 {
 	int			count;
 	SchedFleetRow *rows;
+	int			busy_count;		/* rows marked busy */
 } SchedFleet;
 
 /* How sched_fleet_load reads (flags). */
@@ -256,8 +262,8 @@ extern bool sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedF
  * or InvalidTransactionId.  Takes no lock. */
 extern TransactionId sched_fleet_pair_locker(const SchedFleetRow *row);
 
-/* Admitted pairs of the fleet, scored, in fleet order, into out (fleet->count room);
- * returns how many. */
+/* Admitted pairs of the fleet that are not busy, scored, in fleet order, into out
+ * (fleet->count room); returns how many. */
 extern int	sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, SchedRanked *out);
 
 /* Admitted pairs of the fleet, scored and ranked best first (palloc'd; *count set). */

@@ -491,3 +491,48 @@ SELECT sched.finish_attempt(pg_temp.att('S7'), 1, 'SUCCEEDED', at => '2024-05-01
 SELECT sched.finish_attempt(pg_temp.att('S7b'), 1, 'SUCCEEDED', at => '2024-05-01 14:00:04+00');
 SELECT sched.complete_execution('ec000000-0000-0000-0000-000000000007', '2024-05-01 14:00:05+00');
 SELECT * FROM pg_temp.fleet ORDER BY node_id;
+
+-- ---------------------------------------------------------------------------------
+-- The fair-share counters (sched.tenant_live) followed every dispatch, start, finish,
+-- loss and cancellation above: per tenant they sum to the live attempts.  reap_expired
+-- drops the rows back at zero; a direct DELETE of an attempt and a TRUNCATE keep them
+-- right too.
+-- ---------------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.live_counters_right()
+RETURNS boolean LANGUAGE sql AS $$
+    SELECT NOT EXISTS (
+        SELECT FROM (SELECT tenant, sum(live) AS live FROM sched.tenant_live GROUP BY tenant) c
+          FULL JOIN (SELECT tenant, count(*) AS live FROM sched.attempt
+                      WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY tenant) a USING (tenant)
+         WHERE coalesce(c.live, 0) <> coalesce(a.live, 0))
+$$;
+SELECT pg_temp.live_counters_right() AS counters_right;
+-- three new attempts, two tenants
+SELECT count(*) FROM (
+  SELECT sched.register_worker(n, 'build', ARRAY['1'], slots => 2, at => '2024-05-01 15:00:00+00')
+    FROM unnest(ARRAY['n1', 'n2']) n) s;
+SELECT count(sched.submit(format('ec000000-0000-0000-0000-00000000010%s', i)::uuid,
+                          format('5e000000-0000-0000-0000-00000000010%s', i)::uuid,
+                          'build', '1', tenant => CASE WHEN i = 1 THEN 'ta' ELSE 'tb' END,
+                          available_at => '2024-05-01 15:00:00+00'))
+  FROM generate_series(1, 3) i;
+SELECT count(*) AS dispatched FROM sched.dispatch_next(3, at => '2024-05-01 15:00:01+00')
+ WHERE outcome = 'DISPATCHED';
+SELECT tenant, sum(live) AS live FROM sched.tenant_live GROUP BY tenant ORDER BY tenant;
+SELECT pg_temp.live_counters_right() AS counters_right;
+SELECT sched.finish_attempt(a.attempt_id, a.lease_version, 'SUCCEEDED', at => '2024-05-01 15:00:02+00')
+  FROM sched.attempt a WHERE a.tenant = 'ta' AND a.status = 'DISPATCHED';
+SELECT tenant, sum(live) AS live FROM sched.tenant_live GROUP BY tenant ORDER BY tenant;
+SELECT pg_temp.live_counters_right() AS counters_right;
+DELETE FROM sched.attempt
+ WHERE attempt_id = (SELECT attempt_id FROM sched.attempt WHERE tenant = 'tb' ORDER BY attempt_id LIMIT 1);
+SELECT tenant, sum(live) AS live FROM sched.tenant_live GROUP BY tenant ORDER BY tenant;
+SELECT pg_temp.live_counters_right() AS counters_right;
+-- the last one's lease expires: LOST; the counters at zero are dropped
+SELECT sched.reap_expired('2024-05-01 16:00:00+00') AS lost;
+SELECT pg_temp.live_counters_right() AS counters_right,
+       (SELECT count(*) FROM sched.tenant_live) AS rows_left;
+SELECT count(*) AS dispatched FROM sched.dispatch_next(1, at => '2024-05-01 16:00:01+00')
+ WHERE outcome = 'DISPATCHED';
+TRUNCATE sched.attempt;
+SELECT pg_temp.live_counters_right() AS counters_right, (SELECT count(*) FROM sched.tenant_live) AS rows_left;

@@ -224,7 +224,73 @@ COMMENT ON TABLE sched.attempt IS 'Attempts: a reservation of one worker slot an
 CREATE INDEX attempt_live_worker_idx ON sched.attempt (worker_id) WHERE status IN ('DISPATCHED', 'RUNNING');
 CREATE INDEX attempt_live_lease_idx ON sched.attempt (lease_expires_at) WHERE status IN ('DISPATCHED', 'RUNNING');
 CREATE INDEX attempt_execution_idx ON sched.attempt (execution_id);
-CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE status IN ('DISPATCHED', 'RUNNING');
+
+/* Live attempts per tenant, for fair share (dispatch_next reads them at every call):
+ * counting the attempts costs as much as there are live ones, so triggers on
+ * sched.attempt keep sums instead.  One row per (tenant, backend slot): the rows a
+ * transaction changes belong to its own backend slot (sched._backend_slot()), which no
+ * concurrent transaction has, so dispatchers never wait for one another here.
+ * Invariant: sum(live) per tenant = its attempts in DISPATCHED or RUNNING. */
+CREATE TABLE sched.tenant_live (
+    tenant  text COLLATE "C" NOT NULL,
+    backend int NOT NULL,
+    live    bigint NOT NULL,
+    PRIMARY KEY (tenant, backend)
+);
+COMMENT ON TABLE sched.tenant_live IS 'Live attempts per tenant, summed by trigger over sched.attempt in one row per backend slot; sum(live) per tenant is its live attempts.';
+
+CREATE FUNCTION sched._backend_slot()
+RETURNS int
+AS 'MODULE_PATHNAME', 'sched_backend_slot'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sched._attempt_live_changed()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        DELETE FROM sched.tenant_live;
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO sched.tenant_live AS l (tenant, backend, live)
+        SELECT n.tenant, sched._backend_slot(), count(*) FROM new_rows n
+         WHERE n.status IN ('DISPATCHED', 'RUNNING') GROUP BY n.tenant
+        ON CONFLICT (tenant, backend) DO UPDATE SET live = l.live + excluded.live;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO sched.tenant_live AS l (tenant, backend, live)
+        SELECT o.tenant, sched._backend_slot(), -count(*) FROM old_rows o
+         WHERE o.status IN ('DISPATCHED', 'RUNNING') GROUP BY o.tenant
+        ON CONFLICT (tenant, backend) DO UPDATE SET live = l.live + excluded.live;
+    ELSE
+        INSERT INTO sched.tenant_live AS l (tenant, backend, live)
+        SELECT d.tenant, sched._backend_slot(), sum(d.delta) FROM (
+            SELECT n.tenant, 1 AS delta FROM new_rows n WHERE n.status IN ('DISPATCHED', 'RUNNING')
+            UNION ALL
+            SELECT o.tenant, -1 FROM old_rows o WHERE o.status IN ('DISPATCHED', 'RUNNING')) d
+         GROUP BY d.tenant HAVING sum(d.delta) <> 0
+        ON CONFLICT (tenant, backend) DO UPDATE SET live = l.live + excluded.live;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER attempt_live_inserted AFTER INSERT ON sched.attempt
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
+CREATE TRIGGER attempt_live_updated AFTER UPDATE ON sched.attempt
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
+CREATE TRIGGER attempt_live_deleted AFTER DELETE ON sched.attempt
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
+CREATE TRIGGER attempt_live_truncated AFTER TRUNCATE ON sched.attempt
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
+ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_inserted;
+ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_updated;
+ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_deleted;
+ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_truncated;
 
 CREATE SEQUENCE sched.command_id_seq;
 
@@ -271,6 +337,7 @@ SELECT pg_catalog.pg_extension_config_dump('sched.execution', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.request', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.request_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.attempt', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.tenant_live', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.command', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.command_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.timeline', '');
@@ -1359,6 +1426,7 @@ $$;
  * it and requeueing its step (or failing the execution), and returns expired claims to
  * the queue.  Returns the number of attempts marked LOST.  Attempts locked by a
  * concurrent finish are skipped (SKIP LOCKED): that finish ends them, exactly once.
+ * Also drops the rows of sched.tenant_live that are back at zero.
  */
 CREATE FUNCTION sched.reap_expired(at timestamptz DEFAULT now())
 RETURNS int
@@ -1385,6 +1453,12 @@ BEGIN
         SELECT r2.request_id FROM sched.request r2
          WHERE r2.state = 'CLAIMED' AND r2.claimed_until <= reap_expired.at
          FOR UPDATE SKIP LOCKED);
+
+    -- live counters back at zero (tenants that come and go would pile them up); a row a
+    -- running dispatch holds is left for the next time
+    DELETE FROM sched.tenant_live l WHERE (l.tenant, l.backend) IN (
+        SELECT z.tenant, z.backend FROM sched.tenant_live z WHERE z.live = 0
+           FOR UPDATE SKIP LOCKED);
     RETURN lost;
 END
 $$;

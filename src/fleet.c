@@ -185,6 +185,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 		return;
 	}
 	fleet->count = 0;
+	fleet->busy_count = 0;
 	fleet->rows = palloc(sizeof(SchedFleetRow) * allocated);
 	portal = SPI_cursor_open(NULL, sched_spi_plan(stmt), &arg, NULL,
 							 !(flags & SCHED_FLEET_FRESH));
@@ -390,7 +391,7 @@ sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, SchedRanked 
 
 	for (i = 0; i < fleet->count; i++)
 	{
-		if (sched_admission(p, &fleet->rows[i].c) != 0)
+		if (fleet->rows[i].busy || sched_admission(p, &fleet->rows[i].c) != 0)
 			continue;
 		sched_score(p, &fleet->rows[i].c, &out[n]);
 		out[n].index = i;

@@ -455,7 +455,8 @@ static SchedStatement mirror_reread = {
 	SCHED_FLEET_COLUMNS ", w.capability "
 	"  FROM sched.node n JOIN sched.worker w ON w.node_id OPERATOR(pg_catalog.=) n.node_id "
 	" WHERE n.node_id OPERATOR(pg_catalog.=) ANY ($1)",
-	1, {TEXTARRAYOID}
+	1, {TEXTARRAYOID}, NULL, false, true	/* a few primary key probes: planning the
+											 * custom plan cost more than running it */
 };
 
 #define REREAD_CAPABILITY_COLUMN (SCHED_FLEET_COLUMN_COUNT + 1)

@@ -14,10 +14,17 @@
  * Every step is an index range scan (request_age_idx, request_queue_idx) that reads a
  * batch of QUEUE_BATCH rows after a keyset position, so the cost of taking the next
  * request does not grow with the length of the queue.  Tenants are enumerated with a
- * loose index scan of request_queue_idx (one probe per tenant).  The scan reads without
- * locks; consumers lock each request with SKIP LOCKED and re-check that it is ready.
+ * loose index scan of request_queue_idx (one probe per tenant).  Each batch is read FOR
+ * UPDATE SKIP LOCKED: requests that concurrent consumers hold are passed over inside the
+ * index scan (without that, every dispatcher of a busy queue walked the hundreds of
+ * requests the others were dispatching, one statement each), and what a batch returns
+ * stays locked by this transaction until it ends, dispatched or not.  A batch reads at
+ * most as many rows as the caller still wants (QueueScan.want), so a call holds few
+ * requests it does not get to.  Consumers re-check that each request is still ready.
  */
 #include "pg_sched.h"
+
+#include "storage/backendid.h"
 
 #include "funcapi.h"
 #include "utils/builtins.h"
@@ -25,6 +32,17 @@
 #include "utils/guc.h"
 
 PG_FUNCTION_INFO_V1(sched_queue_key);
+PG_FUNCTION_INFO_V1(sched_backend_slot);
+
+/*
+ * sched._backend_slot(): this backend's slot number (BackendId), unique among the
+ * backends running at any moment: the row of sched.tenant_live a transaction updates.
+ */
+Datum
+sched_backend_slot(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(MyBackendId);
+}
 PG_FUNCTION_INFO_V1(sched_setting_seconds);
 PG_FUNCTION_INFO_V1(sched_claim_requests);
 PG_FUNCTION_INFO_V1(sched_dispatch_next);
@@ -43,8 +61,8 @@ static SchedStatement starving_batch = {
 	"   AND (r.queued_at, r.request_id) > ($2, $3) "
 	"   AND ($5::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $5) "
 	"   AND ($6::text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $6) "
-	" ORDER BY r.queued_at, r.request_id LIMIT " CppAsString2(QUEUE_BATCH),
-	6, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
+	" ORDER BY r.queued_at, r.request_id LIMIT $7 FOR UPDATE OF r SKIP LOCKED",
+	7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID}
 };
 
 static SchedStatement tenant_batch = {
@@ -54,11 +72,12 @@ static SchedStatement tenant_batch = {
 	"   AND (r.sort_key, r.queued_at, r.request_id) > ($2, $3, $4) "
 	"   AND r.queued_at OPERATOR(pg_catalog.>=) $7 "
 	"   AND ($6::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $6) "
-	" ORDER BY r.sort_key, r.queued_at, r.request_id LIMIT " CppAsString2(QUEUE_BATCH),
-	7, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID}
+	" ORDER BY r.sort_key, r.queued_at, r.request_id LIMIT $8 FOR UPDATE OF r SKIP LOCKED",
+	8, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID}
 };
 
-/* tenants with open requests (loose index scan), their weight and live attempts */
+/* tenants with open requests (loose index scan), their weight and live attempts (the
+ * counters sched.tenant_live keeps: counting attempts would cost as many as are live) */
 static SchedStatement tenant_list = {
 	"WITH RECURSIVE t(tenant) AS ( "
 	"  (SELECT r.tenant FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
@@ -68,9 +87,8 @@ static SchedStatement tenant_list = {
 	"            AND r.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY r.tenant LIMIT 1) "
 	"    FROM t WHERE t.tenant IS NOT NULL) "
 	"SELECT t.tenant, coalesce(w.weight, 1), "
-	"       (SELECT pg_catalog.count(*) FROM sched.attempt a "
-	"         WHERE a.tenant OPERATOR(pg_catalog.=) t.tenant "
-	"           AND a.status IN ('DISPATCHED', 'RUNNING')) "
+	"       (SELECT CAST(pg_catalog.sum(l.live) AS pg_catalog.int8) FROM sched.tenant_live l "
+	"         WHERE l.tenant OPERATOR(pg_catalog.=) t.tenant) "
 	"  FROM t LEFT JOIN sched.tenant w ON w.tenant OPERATOR(pg_catalog.=) t.tenant "
 	" WHERE t.tenant IS NOT NULL AND ($1::text IS NULL OR t.tenant OPERATOR(pg_catalog.=) $1)",
 	1, {TEXTOID}
@@ -128,6 +146,8 @@ typedef struct QueueScan
 	/* tenant phase */
 	int			ntenants;
 	QueueTenant *tenants;
+	/* how many more requests the caller wants: a fetch locks at most that many */
+	int			want;
 } QueueScan;
 
 static Datum
@@ -168,11 +188,18 @@ queue_begin(QueueScan *q, TimestampTz at, char *capability, char *tenant)
 	}
 }
 
+/* Rows one fetch reads and locks: a batch, or fewer when the caller wants fewer. */
+static int
+fetch_limit(const QueueScan *q)
+{
+	return Max(1, Min(QUEUE_BATCH, q->want));
+}
+
 static void
 fetch_starving(QueueScan *q)
 {
-	Datum		v[6];
-	char		n[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		v[7];
+	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	uint64		i;
 	bool		isnull;
 
@@ -184,10 +211,11 @@ fetch_starving(QueueScan *q)
 	v[5] = text_or_null(q->tenant, &n[5]);
 	if (q->starving_queued_at == DT_NOBEGIN)
 		v[2] = Int64GetDatum(PG_INT64_MIN);
+	v[6] = Int32GetDatum(fetch_limit(q));
 	sched_spi_exec(&starving_batch, v, n, false, 0, SPI_OK_SELECT);
 	q->starving_buffered = (int) SPI_processed;
 	q->starving_next = 0;
-	if (SPI_processed < QUEUE_BATCH)
+	if (SPI_processed < (uint64) fetch_limit(q))
 		q->starving_exhausted = true;
 	for (i = 0; i < SPI_processed; i++)
 	{
@@ -203,8 +231,8 @@ fetch_starving(QueueScan *q)
 static void
 fetch_tenant(QueueScan *q, QueueTenant *t)
 {
-	Datum		v[7];
-	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		v[8];
+	char		n[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	uint64		i;
 	bool		isnull;
 
@@ -215,10 +243,11 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 	v[4] = TimestampTzGetDatum(q->at);
 	v[5] = text_or_null(q->capability, &n[5]);
 	v[6] = TimestampTzGetDatum(q->starving_cutoff);
+	v[7] = Int32GetDatum(fetch_limit(q));
 	sched_spi_exec(&tenant_batch, v, n, false, 0, SPI_OK_SELECT);
 	t->buffered = (int) SPI_processed;
 	t->next = 0;
-	if (SPI_processed < QUEUE_BATCH)
+	if (SPI_processed < (uint64) fetch_limit(q))
 		t->exhausted = true;
 	for (i = 0; i < SPI_processed; i++)
 	{
@@ -369,9 +398,11 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	{
 		QueueTenant *t;
 		SchedStepKey key;
-		int64		id = queue_next(&q, &t, &key);
+		int64		id;
 		Datum		v[3];
 
+		q.want = max_requests - claimed;
+		id = queue_next(&q, &t, &key);
 		if (id < 0)
 			break;
 		scanned++;
@@ -444,11 +475,13 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 	{
 		QueueTenant *t;
 		SchedStepKey key;
-		int64		id = queue_next(&q, &t, &key);
+		int64		id;
 		SchedDispatchResult res;
 		Datum		values[8];
 		bool		nulls[8];
 
+		q.want = max_dispatches - dispatched;
+		id = queue_next(&q, &t, &key);
 		if (id < 0)
 			break;
 		scanned++;

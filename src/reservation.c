@@ -90,6 +90,19 @@ xact_holds_dispatch_locks(void)
 	return dispatch_lxid == MyProc->lxid;
 }
 
+/* Busy rows that would admit p: candidates passed over because others hold them. */
+static int
+busy_admissible(const SchedPlacement *p, const SchedFleet *fleet)
+{
+	int			found = 0;
+	int			i;
+
+	for (i = 0; i < fleet->count && found < fleet->busy_count; i++)
+		if (fleet->rows[i].busy && sched_admission(p, &fleet->rows[i].c) == 0)
+			found++;
+	return found;
+}
+
 static void
 note_dispatch_lock(void)
 {
@@ -769,6 +782,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 						 &args.p, &local);
 	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
 	n = sched_fleet_admit(&args.p, fleet, ranked);
+	res->conflicts += busy_admissible(&args.p, fleet);
 	avoided_last = avoid_last(ranked, n, req.avoid_node_id);
 	skipped = palloc(sizeof(int) * SKIPPED_MAX);
 	lockers = palloc(sizeof(TransactionId) * SKIPPED_MAX);
@@ -790,6 +804,16 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 			holds_pair = true;
 		else if (TransactionIdIsValid(locker))
 		{
+			/*
+			 * A batch never waits: the pair stays held until the other transaction
+			 * ends, so it is not tried again in this call (each try costs a heap fetch,
+			 * and under concurrent batches most of the top-ranked pairs are held).
+			 */
+			if (cache != NULL && !may_wait)
+			{
+				fleet->rows[ranked[i].index].busy = true;
+				fleet->busy_count++;
+			}
 			if (nskipped < SKIPPED_MAX)
 			{
 				lockers[nskipped] = locker;

@@ -13,7 +13,8 @@ sched_spi_plan(SchedStatement *stmt)
 	if (stmt->plan == NULL)
 	{
 		SPIPlanPtr	plan = SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes,
-											  stmt->custom_plan ? CURSOR_OPT_CUSTOM_PLAN : 0);
+											  stmt->custom_plan ? CURSOR_OPT_CUSTOM_PLAN :
+											  stmt->generic_plan ? CURSOR_OPT_GENERIC_PLAN : 0);
 
 		if (plan == NULL)
 			elog(ERROR, "pg_sched: SPI_prepare failed (%s) for: %s",

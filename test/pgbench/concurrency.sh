@@ -19,7 +19,7 @@
 #      aborted client (any other error);
 #   3. prints tps and what the dispatch calls answered;
 #   4. invariants.sql: no worker above its slots, no node above its capacity, counters
-#      equal to the sums over live attempts, one attempt and one request per (step,
+#      equal to the sums over live attempts (also the tenants' fair-share counters), one attempt and one request per (step,
 #      attempt number), every request in exactly one state with exactly one attempt when
 #      DISPATCHED and none otherwise, attempts and commands referencing existing rows,
 #      one START command and one selection milestone per attempt, every placement
@@ -122,6 +122,7 @@ declare -A corrupt=(
     [node_reservations_within_capacity]="UPDATE sched.node SET cpu_millis = reserved_cpu_millis - 1 WHERE node_id = $busy_node"
     [worker_counter_matches_attempts]="UPDATE sched.worker SET live_attempts = live_attempts + 1, slots = slots + 1 WHERE worker_id = $live_worker"
     [node_counters_match_attempts]="UPDATE sched.node SET reserved_memory_mb = reserved_memory_mb + 1, memory_mb = memory_mb + 1 WHERE node_id = $busy_node"
+    [tenant_live_matches_attempts]="UPDATE sched.tenant_live SET live = live + 1 WHERE (tenant, backend) = (SELECT tenant, backend FROM sched.tenant_live ORDER BY tenant, backend LIMIT 1)"
     [one_attempt_per_step_attempt]="CREATE TEMP TABLE x AS SELECT * FROM sched.attempt WHERE attempt_id = $ended_attempt; UPDATE x SET attempt_id = gen_random_uuid(); INSERT INTO sched.attempt SELECT * FROM x"
     [one_request_per_step_attempt]="CREATE TEMP TABLE x AS SELECT * FROM sched.request WHERE request_id = $pending_request; UPDATE x SET request_id = nextval('sched.request_id_seq'); INSERT INTO sched.request SELECT * FROM x"
     [request_in_exactly_one_state]="UPDATE sched.request SET state = 'WAITING' WHERE request_id = $pending_request"

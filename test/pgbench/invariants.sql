@@ -49,6 +49,15 @@ BEGIN
                    WHERE a.node_id = n.node_id AND a.status IN ('DISPATCHED', 'RUNNING')) s
              WHERE (n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, n.live_attempts)
                    IS DISTINCT FROM (s.cpu::int, s.mem::bigint, s.gpus::int, s.live::int) $q$),
+        -- the fair-share counters: per tenant, the sum over backend slots = live attempts
+        ('tenant_live_matches_attempts', $q$
+            SELECT format('tenant %s: counters say %s live, attempts %s', coalesce(c.tenant, a.tenant),
+                          coalesce(c.live, 0), coalesce(a.live, 0))
+              FROM (SELECT tenant, sum(live) AS live FROM sched.tenant_live GROUP BY tenant) c
+              FULL JOIN (SELECT tenant, count(*) AS live FROM sched.attempt
+                          WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY tenant) a
+                ON a.tenant = c.tenant
+             WHERE coalesce(c.live, 0) <> coalesce(a.live, 0) $q$),
         -- exactly once: one attempt, and one request, per (step, attempt number)
         ('one_attempt_per_step_attempt', $q$
             SELECT format('step %s attempt %s: %s attempts', step_id, attempt_number, count(*))

@@ -22,7 +22,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(126);
+SELECT plan(130);
 
 -- ---------------------------------------------------------------------------------
 -- Schema and tables
@@ -30,7 +30,7 @@ SELECT plan(126);
 SELECT has_schema('sched', 'schema sched exists');
 SELECT has_table('sched'::name, t::name, format('table sched.%s exists', t))
   FROM unnest(ARRAY['node', 'worker', 'execution', 'request', 'attempt', 'command',
-                    'timeline', 'tenant']) AS t;
+                    'timeline', 'tenant', 'tenant_live']) AS t;
 
 -- ---------------------------------------------------------------------------------
 -- Columns and their types.  Contract columns (SPEC sections 2 and 5) plus the live
@@ -123,7 +123,11 @@ SELECT col_type_is('sched'::name, tbl::name, col::name, typ, format('sched.%s.%s
     ('timeline', 'milestone_key', 'text'),
     -- tenant (set_tenant_weight)
     ('tenant', 'tenant', 'text'),
-    ('tenant', 'weight', 'integer')
+    ('tenant', 'weight', 'integer'),
+    -- tenant_live: live attempts per tenant and backend slot (fair share)
+    ('tenant_live', 'tenant', 'text'),
+    ('tenant_live', 'backend', 'integer'),
+    ('tenant_live', 'live', 'bigint')
   ) AS v(tbl, col, typ);
 
 -- node ids compare bytewise (SPEC 2: COLLATE "C"), wherever they are stored

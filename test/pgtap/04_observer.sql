@@ -26,7 +26,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(170);
+SELECT plan(171);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -77,11 +77,12 @@ SELECT schema_privs_are('sched', 'public', ARRAY[]::name[]);
 
 -- the tables and views operators read: exactly SELECT each
 SELECT tables_are('sched', ARRAY['node', 'worker', 'tenant', 'execution', 'request',
-                                 'attempt', 'command', 'timeline']);
+                                 'attempt', 'command', 'timeline', 'tenant_live']);
 SELECT views_are('sched', ARRAY['node_overview', 'pending', 'queue_stats', 'attempt_overview']);
 SELECT table_privs_are('sched', t, 'sched_observer', ARRAY['SELECT'])
   FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command',
-                    'timeline', 'node_overview', 'pending', 'queue_stats', 'attempt_overview']) t;
+                    'timeline', 'tenant_live', 'node_overview', 'pending', 'queue_stats',
+                    'attempt_overview']) t;
 SELECT table_privs_are('sched', t, 'public', ARRAY[]::name[])
   FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command',
                     'timeline', 'node_overview', 'pending', 'queue_stats', 'attempt_overview']) t;
