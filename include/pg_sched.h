@@ -334,6 +334,12 @@ extern bool sched_dispatch_request(int64 request_id, const SchedStepKey *key,
 /* Writes the batch's pending reservations (one statement), if any. */
 extern void sched_flush_reservations(SchedFleetCache *cache);
 
+/* ---- counters.c ---- */
+extern void sched_counters_preload(void);
+
+/* Adds a finished dispatch call's outcome and conflicts to the shared counters. */
+extern void sched_counters_add(const SchedDispatchResult *res);
+
 /* Fills a sched.dispatch_result row (values/nulls of 8) from res. */
 extern void sched_dispatch_result_values(const SchedDispatchResult *res, Datum *values, bool *nulls);
 

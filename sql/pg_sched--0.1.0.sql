@@ -107,6 +107,14 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'sched_fleet_mirror_stats'
 LANGUAGE C VOLATILE;
 
+/* Cluster-wide since the server started (NULLs without preloading): requests dispatch
+ * calls took up, placements made, and conflicts met (candidates skipped because another
+ * transaction held them, or refused by the re-check under lock). */
+CREATE FUNCTION sched._dispatch_counters(OUT calls bigint, OUT placements bigint, OUT conflicts bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'sched_dispatch_counters'
+LANGUAGE C VOLATILE;
+
 /* Compares this backend's mirror of `capability`, brought up to a fresh snapshot, with
  * the tables read with that snapshot: the number of nodes that differ (0 is its
  * invariant).  For tests. */

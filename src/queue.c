@@ -488,6 +488,7 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(per_request);
 		if (sched_dispatch_request(id, &key, NULL, at, true, cache, &res))
 		{
+			sched_counters_add(&res);
 			sched_dispatch_result_values(&res, values, nulls);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 			if (strcmp(res.outcome, "DISPATCHED") == 0)

@@ -904,6 +904,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	(void) sched_dispatch_request(PG_GETARG_INT64(0), NULL, PG_ARGISNULL(1) ? NULL : &claim,
 								  PG_GETARG_TIMESTAMPTZ(2), false, NULL, &res);
+	sched_counters_add(&res);
 	sched_dispatch_result_values(&res, values, nulls);
 	/* the tuple is formed in SPI's memory and copied out before SPI_finish frees it */
 	tuple = heap_form_tuple(tupdesc, values, nulls);

@@ -86,6 +86,7 @@ _PG_init(void)
 	if (process_shared_preload_libraries_in_progress)
 	{
 		sched_fleet_mirror_preload();
+		sched_counters_preload();
 		sched_register_maintenance_workers();
 	}
 }
