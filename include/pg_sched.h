@@ -150,6 +150,7 @@ typedef struct SchedFleetRow
 	void	   *owned;			/* the fleet mirror's chunk holding the row's strings */
 	bool		busy;			/* batches only: held by another running transaction
 								 * when tried; passed over for the rest of the call */
+	uint32		node_hash;		/* sched_node_hash(c.node_id) */
 } SchedFleetRow;
 
 typedef struct SchedFleet
@@ -310,6 +311,8 @@ typedef struct SchedDispatchResult
 	int64		score;
 	char	   *detail;
 	int			conflicts;		/* candidates skipped or refused by the re-check */
+	int			held_passed;	/* better candidates not tried: concurrent dispatches
+								 * were reserving them (inflight.c) */
 } SchedDispatchResult;
 
 /*
@@ -333,6 +336,22 @@ extern bool sched_dispatch_request(int64 request_id, const SchedStepKey *key,
 
 /* Writes the batch's pending reservations (one statement), if any. */
 extern void sched_flush_reservations(SchedFleetCache *cache);
+
+/* ---- inflight.c ---- */
+extern void sched_inflight_preload(void);
+extern uint32 sched_node_hash(const char *node_id);
+
+/* Records a reservation this transaction is making on the node (until it ends), and
+ * withdraws one that did not happen. */
+extern void sched_inflight_add(uint32 node_hash);
+extern void sched_inflight_remove(uint32 node_hash);
+
+/* Lowers the scores of admitted candidates by the attempts other running transactions
+ * are reserving on their nodes, and ranks those nodes after all others (their rows are
+ * locked until those transactions end): score - SCHED_INFLIGHT_DEMOTION.  Returns how
+ * many it changed. */
+#define SCHED_INFLIGHT_DEMOTION (INT64CONST(1) << 52)
+extern int	sched_inflight_project(SchedRanked *ranked, int n, const SchedFleet *fleet);
 
 /* ---- counters.c ---- */
 extern void sched_counters_preload(void);

@@ -108,9 +108,11 @@ AS 'MODULE_PATHNAME', 'sched_fleet_mirror_stats'
 LANGUAGE C VOLATILE;
 
 /* Cluster-wide since the server started (NULLs without preloading): requests dispatch
- * calls took up, placements made, and conflicts met (candidates skipped because another
- * transaction held them, or refused by the re-check under lock). */
-CREATE FUNCTION sched._dispatch_counters(OUT calls bigint, OUT placements bigint, OUT conflicts bigint)
+ * calls took up, placements made, conflicts met (candidates skipped because another
+ * transaction held them, or refused by the re-check under lock), and better candidates
+ * not tried because concurrent dispatches were reserving on them (held_passed). */
+CREATE FUNCTION sched._dispatch_counters(OUT calls bigint, OUT placements bigint,
+                                         OUT conflicts bigint, OUT held_passed bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'sched_dispatch_counters'
 LANGUAGE C VOLATILE;

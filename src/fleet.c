@@ -104,6 +104,7 @@ sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_la
 #define NUL(k) n[(k) - 1]
 	memset(r, 0, sizeof(*r));
 	c->node_id = TextDatumGetCString(COL(FC_NODE_ID));
+	r->node_hash = sched_node_hash(c->node_id);
 	c->management_status = text_is(COL(FC_MGMT), "ACTIVE") ? SCHED_NODE_ACTIVE :
 		text_is(COL(FC_MGMT), "DRAINING") ? SCHED_NODE_DRAINING : SCHED_NODE_DISABLED;
 	if (!NUL(FC_LABELS) && with_labels)

@@ -90,6 +90,27 @@ xact_holds_dispatch_locks(void)
 	return dispatch_lxid == MyProc->lxid;
 }
 
+/*
+ * Candidates ranked after ranked[chosen] only because concurrent dispatches were
+ * reserving on their nodes, which would otherwise have come first (scores of
+ * sched_inflight_project).
+ */
+static int
+held_passed(const SchedRanked *ranked, int n, int chosen)
+{
+	int64		chosen_score = ranked[chosen].score;
+	int			found = 0;
+	int			i;
+
+	if (chosen_score < -SCHED_INFLIGHT_DEMOTION / 2)
+		chosen_score += SCHED_INFLIGHT_DEMOTION;
+	for (i = 0; i < n; i++)
+		if (i != chosen && ranked[i].score < -SCHED_INFLIGHT_DEMOTION / 2 &&
+			ranked[i].score + SCHED_INFLIGHT_DEMOTION > chosen_score)
+			found++;
+	return found;
+}
+
 /* Busy rows that would admit p: candidates passed over because others hold them. */
 static int
 busy_admissible(const SchedPlacement *p, const SchedFleet *fleet)
@@ -505,7 +526,7 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
  * it still admits the request.  *locked tells whether the pair is now locked by us.
  */
 static bool
-lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen,
+lock_and_recheck_pair(const SchedPlacementArgs *args, const SchedFleetRow *seen,
 				 SchedFleetCache *cache, bool *locked, TransactionId *locker,
 				 SchedFleetRow *fresh)
 {
@@ -525,6 +546,24 @@ lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen,
 	if (fresh->generation != seen_generation)
 		return false;
 	return fresh->c.has_worker && sched_admission(&args->p, &fresh->c) == 0;
+}
+
+/*
+ * lock_and_recheck_pair, with the pair published as this transaction's reservation in
+ * flight while it is tried (inflight.c), and withdrawn unless it is taken.
+ */
+static bool
+lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen,
+				 SchedFleetCache *cache, bool *locked, TransactionId *locker,
+				 SchedFleetRow *fresh)
+{
+	bool		ok;
+
+	sched_inflight_add(seen->node_hash);
+	ok = lock_and_recheck_pair(args, seen, cache, locked, locker, fresh);
+	if (!ok)
+		sched_inflight_remove(seen->node_hash);
+	return ok;
 }
 
 /*
@@ -783,6 +822,8 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
 	n = sched_fleet_admit(&args.p, fleet, ranked);
 	res->conflicts += busy_admissible(&args.p, fleet);
+	/* try first what will be best once concurrent reservations commit (inflight.c) */
+	sched_inflight_project(ranked, n, fleet);
 	avoided_last = avoid_last(ranked, n, req.avoid_node_id);
 	skipped = palloc(sizeof(int) * SKIPPED_MAX);
 	lockers = palloc(sizeof(TransactionId) * SKIPPED_MAX);
@@ -796,6 +837,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 		if (lock_and_recheck(&args, &fleet->rows[ranked[i].index], cache, &locked, &locker,
 							 &fresh))
 		{
+			res->held_passed = held_passed(ranked, n, i);
 			reserve(&req, &args, &fresh, cache, res);
 			return true;
 		}

@@ -87,6 +87,7 @@ _PG_init(void)
 	{
 		sched_fleet_mirror_preload();
 		sched_counters_preload();
+		sched_inflight_preload();
 		sched_register_maintenance_workers();
 	}
 }

@@ -1,0 +1,253 @@
+/*
+ * inflight.c — reservations in flight: what concurrent dispatchers have reserved and not
+ * yet committed, so that a dispatcher ranks as if they had (the "assumed" placements of
+ * Kubernetes' scheduler cache).
+ *
+ * Without it every concurrent dispatcher ranks the committed fleet alike and tries the
+ * same best pair first: the pair its neighbour has just locked, then the next one, and so
+ * on (a conflict each).  With it, a node on which other running transactions have
+ * reserved k attempts scores 10,000 x k lower (the running-attempts term of SPEC section
+ * 4), which is what it will score once they commit, so dispatchers spread over the
+ * fleet.  A node some running transaction is reserving on has its rows locked until that
+ * transaction ends, so it is also tried only after every node that is not (a dispatch
+ * passes over held pairs anyway; this saves it the probe and the conflict, and is
+ * counted apart, as held_passed).  It only orders the candidates a dispatch tries: admission is never affected,
+ * the score a reservation records is computed on the locked row, and select_candidate /
+ * rank_candidates (pure functions of the snapshot) never see it.
+ *
+ * A dispatcher publishes a pair as soon as it chooses it, before it locks and re-checks
+ * it (and withdraws it if that fails), so that the others see it as early as possible.
+ *
+ * Shared memory (only when preloaded): one slot per backend (indexed by BackendId),
+ * written only by its backend under the slot's spinlock: the database, the top-level
+ * transaction, and up to INFLIGHT_MAX (node_id hash, attempts) pairs.  A transaction
+ * callback empties the slot when the transaction ends; readers also ignore slots whose
+ * transaction is no longer running (it may have committed a moment before its callback
+ * ran, and the mirror already shows its writes).  Node ids are kept as 32-bit hashes: a
+ * collision only misorders candidates.
+ */
+#include "pg_sched.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "storage/backendid.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+
+#define INFLIGHT_MAX 128
+
+typedef struct InflightSlot
+{
+	slock_t		mutex;
+	Oid			dbid;
+	TransactionId xid;
+	int			n;				/* pairs used; 0: nothing in flight */
+	uint32		hash[INFLIGHT_MAX];
+	uint16		attempts[INFLIGHT_MAX];
+} InflightSlot;
+
+static InflightSlot *slots = NULL;	/* [0 .. MaxBackends], by BackendId */
+static int	nslots = 0;
+static bool mine_used = false;		/* this backend's slot holds something */
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+slots_bytes(void)
+{
+	return mul_size(sizeof(InflightSlot), MaxBackends + 1);
+}
+
+static void
+inflight_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(slots_bytes());
+}
+
+static void
+inflight_startup(void)
+{
+	bool		found;
+	int			i;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	slots = ShmemInitStruct("pg_sched reservations in flight", slots_bytes(), &found);
+	nslots = MaxBackends + 1;
+	if (!found)
+	{
+		for (i = 0; i < nslots; i++)
+		{
+			SpinLockInit(&slots[i].mutex);
+			slots[i].n = 0;
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+static void
+inflight_xact_end(XactEvent event, void *arg)
+{
+	InflightSlot *s;
+
+	if (!mine_used || slots == NULL)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			s = &slots[MyBackendId];
+			SpinLockAcquire(&s->mutex);
+			s->n = 0;
+			SpinLockRelease(&s->mutex);
+			mine_used = false;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+sched_inflight_preload(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = inflight_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = inflight_startup;
+	RegisterXactCallback(inflight_xact_end, NULL);
+}
+
+uint32
+sched_node_hash(const char *node_id)
+{
+	return hash_bytes((const unsigned char *) node_id, strlen(node_id));
+}
+
+void
+sched_inflight_add(uint32 node_hash)
+{
+	InflightSlot *s;
+	int			i;
+
+	if (slots == NULL || MyBackendId <= 0 || MyBackendId >= nslots)
+		return;
+	s = &slots[MyBackendId];
+	SpinLockAcquire(&s->mutex);
+	if (s->n == 0)
+		s->dbid = MyDatabaseId;
+	if (s->n == 0 || !TransactionIdIsValid(s->xid))
+		s->xid = GetTopTransactionIdIfAny();	/* dispatch holds row locks: assigned */
+	for (i = 0; i < s->n && s->hash[i] != node_hash; i++)
+		;
+	if (i < s->n)
+		s->attempts[i]++;
+	else if (s->n < INFLIGHT_MAX)
+	{
+		s->hash[s->n] = node_hash;
+		s->attempts[s->n] = 1;
+		s->n++;
+	}
+	SpinLockRelease(&s->mutex);
+	mine_used = true;
+}
+
+void
+sched_inflight_remove(uint32 node_hash)
+{
+	InflightSlot *s;
+	int			i;
+
+	if (slots == NULL || MyBackendId <= 0 || MyBackendId >= nslots || !mine_used)
+		return;
+	s = &slots[MyBackendId];
+	SpinLockAcquire(&s->mutex);
+	for (i = 0; i < s->n && s->hash[i] != node_hash; i++)
+		;
+	if (i < s->n && --s->attempts[i] == 0)
+	{
+		s->hash[i] = s->hash[s->n - 1];
+		s->attempts[i] = s->attempts[s->n - 1];
+		s->n--;
+	}
+	SpinLockRelease(&s->mutex);
+}
+
+/*
+ * Lowers the scores of ranked (n admitted candidates of fleet) by what other running
+ * transactions have reserved on their nodes.  Returns how many candidates it changed.
+ */
+int
+sched_inflight_project(SchedRanked *ranked, int n, const SchedFleet *fleet)
+{
+	uint32		table_hash[256];
+	int			table_attempts[256];
+	bool		used[256];
+	int			entries = 0;
+	int			changed = 0;
+	int			b,
+				i;
+
+	if (slots == NULL || n == 0)
+		return 0;
+	memset(used, 0, sizeof(used));
+	for (b = 1; b < nslots && entries < 128; b++)
+	{
+		InflightSlot *s = &slots[b];
+		InflightSlot copy;
+
+		if (b == MyBackendId || s->n == 0)	/* unlocked peek: only an ordering hint */
+			continue;
+		SpinLockAcquire(&s->mutex);
+		copy.n = s->n;
+		copy.dbid = s->dbid;
+		copy.xid = s->xid;
+		memcpy(copy.hash, s->hash, sizeof(uint32) * copy.n);
+		memcpy(copy.attempts, s->attempts, sizeof(uint16) * copy.n);
+		SpinLockRelease(&s->mutex);
+		if (copy.n == 0 || copy.dbid != MyDatabaseId || !TransactionIdIsValid(copy.xid) ||
+			!TransactionIdIsInProgress(copy.xid))
+			continue;
+		for (i = 0; i < copy.n && entries < 128; i++)
+		{
+			uint32		h = copy.hash[i] & 255;
+
+			while (used[h] && table_hash[h] != copy.hash[i])
+				h = (h + 1) & 255;
+			if (!used[h])
+			{
+				used[h] = true;
+				table_hash[h] = copy.hash[i];
+				table_attempts[h] = 0;
+				entries++;
+			}
+			table_attempts[h] += copy.attempts[i];
+		}
+	}
+	if (entries == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+	{
+		uint32		nh = fleet->rows[ranked[i].index].node_hash;
+		uint32		h = nh & 255;
+
+		while (used[h] && table_hash[h] != nh)
+			h = (h + 1) & 255;
+		if (!used[h])
+			continue;
+		ranked[i].score -= (int64) 10000 * table_attempts[h] + SCHED_INFLIGHT_DEMOTION;
+		ranked[i].running_attempts += table_attempts[h];
+		changed++;
+	}
+	return changed;
+}
