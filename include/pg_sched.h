@@ -58,7 +58,8 @@ typedef struct SchedStatement
 /* The kept plan of a statement, prepared on first use. */
 extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
 
-/* Runs a kept statement; fails loudly unless SPI returns `expected`. */
+/* Runs a kept statement; fails loudly unless SPI returns `expected`.  Returns in the
+ * caller's memory context (SPI itself returns in its procedure context). */
 extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 						   bool read_only, long count, int expected);
 
@@ -226,7 +227,7 @@ typedef struct SchedPendingReservation
 	pg_uuid_t	attempt_id;
 } SchedPendingReservation;
 
-#define SCHED_PENDING_MAX 256
+#define SCHED_PENDING_MAX 64
 
 typedef struct SchedFleetCache
 {

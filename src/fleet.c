@@ -168,6 +168,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 	Datum		arg = CStringGetTextDatum(capability);
 	Portal		portal;
 	int			allocated = 1024;
+	MemoryContext caller = CurrentMemoryContext;	/* SPI returns in its own */
 
 	/*
 	 * Read through a cursor, FLEET_CHUNK rows at a time, so that a large fleet is never
@@ -198,6 +199,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 		uint64		i;
 
 		SPI_cursor_fetch(portal, true, FLEET_CHUNK);
+		MemoryContextSwitchTo(caller);
 		if (SPI_processed == 0)
 			break;
 		if (fleet->count + (int) SPI_processed > allocated)
@@ -213,6 +215,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 		SPI_tuptable = NULL;
 	}
 	SPI_cursor_close(portal);
+	MemoryContextSwitchTo(caller);
 }
 
 int

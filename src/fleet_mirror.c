@@ -875,6 +875,7 @@ sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
 	bool		ok;
 	int			i;
 	MirrorCap  *cap = NULL;
+	MemoryContext caller = CurrentMemoryContext;	/* SPI returns in its own */
 
 	if (!sched_fleet_mirror_usable())
 		return false;
@@ -914,6 +915,7 @@ sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
 	}
 	PG_END_TRY();
 	PopActiveSnapshot();
+	MemoryContextSwitchTo(caller);
 	if (!ok)
 		return false;
 	*fleet = cap->fleet;

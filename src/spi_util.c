@@ -31,6 +31,7 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 			   bool read_only, long count, int expected)
 {
 	int			rc;
+	MemoryContext caller = CurrentMemoryContext;
 
 	(void) sched_spi_plan(stmt);
 	/* callers copy what they keep out of the previous result: free it, so long loops
@@ -41,6 +42,9 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 		SPI_tuptable = NULL;
 	}
 	rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
+	/* SPI returns in its procedure context, which lives until SPI_finish: a loop that
+	 * allocates per iteration in a context it resets would leak into it */
+	MemoryContextSwitchTo(caller);
 	if (rc != expected)
 		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected), stmt->sql);
