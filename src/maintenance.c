@@ -3,15 +3,25 @@
  * client: when pg_sched is in shared_preload_libraries, one worker per database named in
  * sched.databases calls sched.reap_expired(now()) every sched.maintenance_interval.
  *
+ * A launcher (one static worker, connected to no database) starts them once recovery has
+ * finished: it looks up each name in pg_database, registers a dynamic worker per database
+ * that exists, warns once about each that does not (a worker connecting to a missing
+ * database would fail with FATAL and be restarted every 10 s, forever), and exits.
+ *
  * Guarantees: each tick is one transaction (a failure rolls the tick back, the worker
  * exits and the postmaster restarts it after 10 s); a database without the extension is
- * skipped quietly; the workers start only once recovery has finished, so a hot standby
- * never writes.  Without preloading, calling sched.reap_expired() from any client (for
- * example from cron) does the same work.
+ * skipped quietly; nothing runs before recovery has finished, so a hot standby never
+ * writes.  A database created after the server started gets its worker at the next
+ * start.  Without preloading, calling sched.reap_expired() from any client (for example
+ * from cron) does the same work.
  */
 #include "pg_sched.h"
 
 #include "access/xact.h"
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_database.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -27,31 +37,113 @@
 #include "utils/varlena.h"
 
 PGDLLEXPORT void sched_maintenance_main(Datum arg);
+PGDLLEXPORT void sched_maintenance_launcher_main(Datum arg);
 
-/* Registers one maintenance worker per database of sched.databases (postmaster only). */
-void
-sched_register_maintenance_workers(void)
+/* The names of sched.databases (ERROR on bad syntax or a name too long). */
+static List *
+database_names(void)
 {
-	char	   *list;
 	List	   *names;
 	ListCell   *lc;
 
 	if (sched_databases == NULL || sched_databases[0] == '\0')
-		return;
-	list = pstrdup(sched_databases);
-	if (!SplitIdentifierString(list, ',', &names))
+		return NIL;
+	if (!SplitIdentifierString(pstrdup(sched_databases), ',', &names))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid list syntax in parameter \"sched.databases\"")));
 	foreach(lc, names)
-	{
-		const char *db = (const char *) lfirst(lc);
-		BackgroundWorker worker;
-
-		if (strlen(db) >= BGW_EXTRALEN)
+		if (strlen((const char *) lfirst(lc)) >= BGW_EXTRALEN)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("database name \"%s\" in \"sched.databases\" is too long", db)));
+					 errmsg("database name \"%s\" in \"sched.databases\" is too long",
+							(const char *) lfirst(lc))));
+	return names;
+}
+
+/* Registers the launcher when sched.databases names any database (postmaster only). */
+void
+sched_register_maintenance_workers(void)
+{
+	BackgroundWorker worker;
+
+	if (database_names() == NIL)
+		return;
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_sched");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "sched_maintenance_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_sched maintenance launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_sched maintenance launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * The oid of database `name`, or InvalidOid.  Without a database selected only the shared
+ * catalogs can be read, and only by heap scan (as the autovacuum launcher does): the
+ * index lookup of get_database_oid() would read pg_class.
+ */
+static Oid
+database_oid(const char *name)
+{
+	Relation	rel = table_open(DatabaseRelationId, AccessShareLock);
+	TableScanDesc scan = table_beginscan_catalog(rel, 0, NULL);
+	HeapTuple	tup;
+	Oid			result = InvalidOid;
+
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (strcmp(NameStr(db->datname), name) == 0)
+			result = db->oid;
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+void
+sched_maintenance_launcher_main(Datum arg)
+{
+	List	   *names;
+	List	   *oids = NIL;
+	List	   *found = NIL;
+	ListCell   *lc,
+			   *lc2;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);	/* shared catalogs only */
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	names = database_names();
+	foreach(lc, names)
+	{
+		const char *db = (const char *) lfirst(lc);
+		Oid			dboid = database_oid(db);
+
+		if (!OidIsValid(dboid))
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_UNDEFINED_DATABASE),
+					 errmsg("database \"%s\" named in \"sched.databases\" does not exist: no pg_sched maintenance worker for it", db),
+					 errhint("Create the database and restart the server, or remove it from \"sched.databases\".")));
+			continue;
+		}
+		oids = lappend_oid(oids, dboid);
+		found = lappend(found, pstrdup(db));
+	}
+	CommitTransactionCommand();
+
+	forboth(lc, oids, lc2, found)
+	{
+		const char *db = (const char *) lfirst(lc2);
+		BackgroundWorker worker;
+
 		memset(&worker, 0, sizeof(worker));
 		worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
@@ -61,8 +153,14 @@ sched_register_maintenance_workers(void)
 		snprintf(worker.bgw_name, BGW_MAXLEN, "pg_sched maintenance %s", db);
 		snprintf(worker.bgw_type, BGW_MAXLEN, "pg_sched maintenance");
 		strlcpy(worker.bgw_extra, db, BGW_EXTRALEN);
-		RegisterBackgroundWorker(&worker);
+		worker.bgw_main_arg = ObjectIdGetDatum(lfirst_oid(lc));
+		if (!RegisterDynamicBackgroundWorker(&worker, NULL))
+			ereport(WARNING,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("no background worker slot for the pg_sched maintenance worker of database \"%s\"", db),
+					 errhint("Raise max_worker_processes.")));
 	}
+	proc_exit(0);
 }
 
 /* One tick: reap expired leases and claims, if the extension is installed here. */
@@ -99,7 +197,7 @@ sched_maintenance_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(db, NULL, 0);
+	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
 	elog(LOG, "pg_sched maintenance worker started for database \"%s\"", db);
 
 	for (;;)

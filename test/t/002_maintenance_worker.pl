@@ -13,7 +13,9 @@
 #   - a lease that has not expired is left alone across several ticks;
 #   - an expired claim returns its request to the queue on its own;
 #   - the database without the extension is skipped quietly: the workers keep running
-#     (same pids, started once) and the server log shows no ERROR/FATAL.
+#     (same pids, started once) and the server log shows no ERROR/FATAL;
+#   - a listed database that does not exist ("nosuchdb") gets one WARNING from the
+#     launcher, and no worker (one would fail with FATAL and restart every 10 s).
 #
 # Run as an unprivileged OS user (test/harness.sh suite_tap does this):
 #   PERL5LIB=/usr/lib/postgresql/15/lib/pgxs/src/test/perl PATH=/usr/lib/postgresql/15/bin:$PATH \
@@ -40,7 +42,7 @@ $node->start;
 
 # A second database, without the extension, listed in sched.databases from the restart on.
 $node->safe_psql('postgres', 'CREATE DATABASE noext');
-$node->append_conf('postgresql.conf', "sched.databases = 'postgres,noext'\n");
+$node->append_conf('postgresql.conf', "sched.databases = 'postgres,noext,nosuchdb'\n");
 my $log_offset = -s $node->logfile;
 $node->restart;
 
@@ -218,8 +220,11 @@ my @started_postgres = ($log =~ /pg_sched maintenance worker started for databas
 is(scalar @started_noext, 1, 'the noext worker started once');
 is(scalar @started_postgres, 1, 'the postgres worker started once');
 unlike($log, qr/\b(ERROR|FATAL|PANIC):/, 'no ERROR, FATAL or PANIC in the server log');
-unlike($log, qr/background worker "pg_sched maintenance[^"]*" \(PID \d+\) exited/,
+unlike($log, qr/background worker "pg_sched maintenance [^"]*" \(PID \d+\) exited/,
 	'no maintenance worker exited');
+my @missing = ($log =~ /WARNING:  database "nosuchdb" named in "sched.databases" does not exist/g);
+is(scalar @missing, 1, 'one WARNING for the database that does not exist');
+unlike($log, qr/maintenance worker started for database "nosuchdb"/, 'no worker for it');
 
 $node->stop;
 done_testing();
