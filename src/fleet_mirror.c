@@ -451,12 +451,24 @@ static SchedStatement mirror_load = {
 	1, {TEXTOID}, NULL, true
 };
 
+/*
+ * The changed nodes' rows, as SCHED_FLEET_COLUMNS plus the capability.  A few primary key
+ * probes: a generic plan (planning a custom one cost more than running it), and the
+ * workers are read through a lateral subquery kept apart (OFFSET 0) so that the plan is
+ * a nested loop over worker (node_id, capability); as a plain join the generic plan
+ * hashed a sequential scan of every worker.
+ */
 static SchedStatement mirror_reread = {
-	SCHED_FLEET_COLUMNS ", w.capability "
-	"  FROM sched.node n JOIN sched.worker w ON w.node_id OPERATOR(pg_catalog.=) n.node_id "
+	"SELECT n.node_id, n.management_status, n.labels, n.cpu_millis, n.memory_mb, n.gpus, "
+	"       n.weight, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, "
+	"       n.live_attempts, w.worker_id, w.runtime_state, w.scheduling_status, "
+	"       w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts, w.generation, "
+	"       w.wtid, n.ctid, w.capability "
+	"  FROM sched.node n "
+	"  CROSS JOIN LATERAL (SELECT x.*, x.ctid AS wtid FROM sched.worker x "
+	"                       WHERE x.node_id OPERATOR(pg_catalog.=) n.node_id OFFSET 0) w "
 	" WHERE n.node_id OPERATOR(pg_catalog.=) ANY ($1)",
-	1, {TEXTARRAYOID}, NULL, false, true	/* a few primary key probes: planning the
-											 * custom plan cost more than running it */
+	1, {TEXTARRAYOID}, NULL, false, true
 };
 
 #define REREAD_CAPABILITY_COLUMN (SCHED_FLEET_COLUMN_COUNT + 1)
