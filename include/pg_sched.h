@@ -171,6 +171,8 @@ typedef struct SchedFleet
 #define SCHED_FLEET_LABELS		0x04	/* parse node labels (else left empty) */
 #define SCHED_FLEET_COPY		0x08	/* the caller will modify the rows (not their
 										 * strings): never hand out the mirror's */
+#define SCHED_FLEET_TABLES		0x10	/* read the tables, never the fleet mirror (the
+										 * mirror itself loads through this) */
 
 /* The columns of a fleet row (fleet.c decodes them; fleet_mirror.c reads them too). */
 #define SCHED_FLEET_COLUMNS \

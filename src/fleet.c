@@ -174,7 +174,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 	 * Read through a cursor, FLEET_CHUNK rows at a time, so that a large fleet is never
 	 * materialized whole; each chunk is decoded and freed.
 	 */
-	if (!(flags & SCHED_FLEET_ALL_NODES) &&
+	if (!(flags & (SCHED_FLEET_ALL_NODES | SCHED_FLEET_TABLES)) &&
 		sched_fleet_mirror_read(capability, (flags & SCHED_FLEET_FRESH) != 0, fleet))
 	{
 		if (flags & SCHED_FLEET_COPY)

@@ -370,12 +370,6 @@ pack_row(SchedFleetRow *r)
 	r->owned = chunk;
 }
 
-static uint32
-node_hash(const char *node_id)
-{
-	return hash_bytes((const unsigned char *) node_id, strlen(node_id));
-}
-
 static void
 index_rows(MirrorCap *cap)
 {
@@ -393,7 +387,7 @@ index_rows(MirrorCap *cap)
 	memset(cap->slots, -1, sizeof(int) * cap->nslots);
 	for (i = 0; i < cap->fleet.count; i++)
 	{
-		uint32		h = node_hash(cap->fleet.rows[i].c.node_id) & (cap->nslots - 1);
+		uint32		h = cap->fleet.rows[i].node_hash & (cap->nslots - 1);
 
 		while (cap->slots[h] >= 0)
 			h = (h + 1) & (cap->nslots - 1);
@@ -405,7 +399,7 @@ index_rows(MirrorCap *cap)
 static int
 find_row(MirrorCap *cap, const char *node_id)
 {
-	uint32		h = node_hash(node_id) & (cap->nslots - 1);
+	uint32		h = sched_node_hash(node_id) & (cap->nslots - 1);
 
 	while (cap->slots[h] >= 0)
 	{
@@ -414,6 +408,18 @@ find_row(MirrorCap *cap, const char *node_id)
 		h = (h + 1) & (cap->nslots - 1);
 	}
 	return -1;
+}
+
+/* The mirror's capability `capability`, or NULL. */
+static MirrorCap *
+find_cap(const char *capability)
+{
+	int			k;
+
+	for (k = 0; k < M.ncaps; k++)
+		if (strcmp(M.caps[k].capability, capability) == 0)
+			return &M.caps[k];
+	return NULL;
 }
 
 /* Appends a packed row; the old array goes to the garbage when it has to grow. */
@@ -436,20 +442,13 @@ append_row(MirrorCap *cap, const SchedFleetRow *row)
 		index_rows(cap);
 	else
 	{
-		uint32		h = node_hash(row->c.node_id) & (cap->nslots - 1);
+		uint32		h = row->node_hash & (cap->nslots - 1);
 
 		while (cap->slots[h] >= 0)
 			h = (h + 1) & (cap->nslots - 1);
 		cap->slots[h] = cap->fleet.count - 1;
 	}
 }
-
-static SchedStatement mirror_load = {
-	SCHED_FLEET_COLUMNS
-	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
-	" WHERE w.capability OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}, NULL, true
-};
 
 /*
  * The changed nodes' rows, as SCHED_FLEET_COLUMNS plus the capability.  A few primary key
@@ -477,12 +476,12 @@ static SchedStatement mirror_reread = {
 static MirrorCap *
 load_cap(const char *capability)
 {
-	MemoryContext old;
 	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "pg_sched mirror load",
 											  ALLOCSET_DEFAULT_SIZES);
-	Datum		arg = CStringGetTextDatum(capability);
-	Portal		portal;
+	MemoryContext old;
+	SchedFleet	read;
 	MirrorCap  *cap;
+	int			i;
 
 	if (M.ncaps == M.caps_allocated)
 	{
@@ -494,32 +493,14 @@ load_cap(const char *capability)
 	cap = &M.caps[M.ncaps];
 	memset(cap, 0, sizeof(*cap));
 	cap->capability = MemoryContextStrdup(M.cxt, capability);
-	portal = SPI_cursor_open(NULL, sched_spi_plan(&mirror_load), &arg, NULL, true);
-	if (portal == NULL)
-		elog(ERROR, "pg_sched: could not open the fleet cursor (%s)",
-			 SPI_result_code_string(SPI_result));
-	for (;;)
+	old = MemoryContextSwitchTo(tmp);
+	sched_fleet_load(capability, SCHED_FLEET_TABLES | SCHED_FLEET_LABELS, NULL, &read);
+	MemoryContextSwitchTo(old);
+	for (i = 0; i < read.count; i++)
 	{
-		uint64		i;
-
-		SPI_cursor_fetch(portal, true, 512);
-		if (SPI_processed == 0)
-			break;
-		for (i = 0; i < SPI_processed; i++)
-		{
-			SchedFleetRow row;
-
-			old = MemoryContextSwitchTo(tmp);
-			sched_fleet_decode(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &row, true, NULL);
-			MemoryContextSwitchTo(old);
-			pack_row(&row);
-			append_row(cap, &row);
-			MemoryContextReset(tmp);
-		}
-		SPI_freetuptable(SPI_tuptable);
-		SPI_tuptable = NULL;
+		pack_row(&read.rows[i]);
+		append_row(cap, &read.rows[i]);
 	}
-	SPI_cursor_close(portal);
 	MemoryContextDelete(tmp);
 	if (cap->slots == NULL)
 		index_rows(cap);
@@ -576,7 +557,11 @@ remember_snapshot(Snapshot S)
 static void
 lose_entries(uint64 head)
 {
+	int			i;
+
 	drop_caps();
+	for (i = 0; i < M.npending; i++)
+		to_garbage(M.pending[i].node_id);
 	M.npending = 0;
 	M.next_seq = head;
 	M.reloading = true;
@@ -685,15 +670,14 @@ reread_nodes(char **ids, int count)
 		Datum		capd = SPI_getbinval(tup, SPI_tuptable->tupdesc, REREAD_CAPABILITY_COLUMN,
 										 &isnull);
 		char	   *capability = TextDatumGetCString(capd);
+		MirrorCap  *cap = find_cap(capability);
 		SchedFleetRow row;
 		int			r;
 
-		for (k = 0; k < M.ncaps; k++)
-			if (strcmp(M.caps[k].capability, capability) == 0)
-				break;
 		pfree(capability);
-		if (k == M.ncaps)
+		if (cap == NULL)
 			continue;			/* a capability nobody asked for */
+		k = cap - M.caps;
 		old = MemoryContextSwitchTo(tmp);
 		sched_fleet_decode(tup, SPI_tuptable->tupdesc, &row, true, NULL);
 		MemoryContextSwitchTo(old);
@@ -885,7 +869,6 @@ sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
 {
 	Snapshot	S;
 	bool		ok;
-	int			i;
 	MirrorCap  *cap = NULL;
 	MemoryContext caller = CurrentMemoryContext;	/* SPI returns in its own */
 
@@ -906,9 +889,7 @@ sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
 		ok = refresh(S);
 		if (ok)
 		{
-			for (i = 0; i < M.ncaps && cap == NULL; i++)
-				if (strcmp(M.caps[i].capability, capability) == 0)
-					cap = &M.caps[i];
+			cap = find_cap(capability);
 			if (cap == NULL)
 				cap = load_cap(capability);
 		}
@@ -916,12 +897,7 @@ sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
 	PG_CATCH();
 	{
 		/* the mirror may be half patched: start over next time */
-		drop_caps();
-		for (i = 0; i < M.npending; i++)
-			to_garbage(M.pending[i].node_id);
-		M.npending = 0;
-		M.reloading = true;
-		M.reload_xid = ReadNextTransactionId();
+		lose_entries(pg_atomic_read_u64(&change_log->next_seq));
 		M.has_last = false;
 		PG_RE_THROW();
 	}
@@ -1023,8 +999,7 @@ sched_fleet_mirror_check(PG_FUNCTION_ARGS)
 	char	   *capability;
 	SchedFleet	mirrored;
 	SchedFleet	direct;
-	Portal		portal;
-	Datum		arg;
+	MirrorCap  *cap;
 	bool	   *seen;
 	int			differ = 0;
 	int			i;
@@ -1036,7 +1011,6 @@ sched_fleet_mirror_check(PG_FUNCTION_ARGS)
 				 errmsg("the fleet mirror is not in use in this session"),
 				 errhint("It needs pg_sched in shared_preload_libraries, sched.fleet_mirror = on, READ COMMITTED and no recovery.")));
 	capability = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	arg = PG_GETARG_DATUM(0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	CommandCounterIncrement();
@@ -1046,37 +1020,16 @@ sched_fleet_mirror_check(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the fleet mirror cannot answer for this snapshot")));
 	/* the same snapshot, read from the tables */
-	direct.count = 0;
-	direct.rows = palloc(sizeof(SchedFleetRow) * Max(mirrored.count, 16));
-	portal = SPI_cursor_open(NULL, sched_spi_plan(&mirror_load), &arg, NULL, true);
-	for (;;)
-	{
-		uint64		t;
-
-		SPI_cursor_fetch(portal, true, 512);
-		if (SPI_processed == 0)
-			break;
-		direct.rows = repalloc(direct.rows, sizeof(SchedFleetRow) *
-							   Max(direct.count + (int) SPI_processed, 16));
-		for (t = 0; t < SPI_processed; t++)
-			sched_fleet_decode(SPI_tuptable->vals[t], SPI_tuptable->tupdesc,
-							   &direct.rows[direct.count++], true, NULL);
-	}
-	SPI_cursor_close(portal);
+	sched_fleet_load(capability, SCHED_FLEET_TABLES | SCHED_FLEET_LABELS, NULL, &direct);
 	PopActiveSnapshot();
 
+	cap = find_cap(capability);
+	Assert(cap != NULL && cap->fleet.rows == mirrored.rows);
 	seen = palloc0(sizeof(bool) * Max(mirrored.count, 1));
 	for (i = 0; i < direct.count; i++)
 	{
-		MirrorCap  *cap = NULL;
-		int			k,
-					r;
+		int			r = find_row(cap, direct.rows[i].c.node_id);
 
-		for (k = 0; k < M.ncaps && cap == NULL; k++)
-			if (strcmp(M.caps[k].capability, capability) == 0)
-				cap = &M.caps[k];
-		Assert(cap != NULL);
-		r = find_row(cap, direct.rows[i].c.node_id);
 		if (r < 0 || !rows_equal(&cap->fleet.rows[r], &direct.rows[i]))
 			differ++;
 		if (r >= 0)
