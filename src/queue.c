@@ -104,13 +104,6 @@ static SchedStatement request_claim = {
 	3, {INT8OID, UUIDOID, TIMESTAMPTZOID}
 };
 
-static SchedStatement request_lock_ready = {
-	"SELECT r.request_id FROM sched.request r "
-	" WHERE r.request_id OPERATOR(pg_catalog.=) $1 AND " READY("$2")
-	" FOR UPDATE OF r SKIP LOCKED",
-	2, {INT8OID, TIMESTAMPTZOID}
-};
-
 typedef struct QueueTenant
 {
 	char	   *name;
@@ -406,11 +399,9 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 		if (id < 0)
 			break;
 		scanned++;
+		/* the scan returned it locked and ready (FOR UPDATE re-checks the predicate on
+		 * the newest version): claim it */
 		v[0] = Int64GetDatum(id);
-		v[1] = TimestampTzGetDatum(at);
-		sched_spi_exec(&request_lock_ready, v, NULL, false, 1, SPI_OK_SELECT);
-		if (SPI_processed == 0)
-			continue;			/* taken, locked or no longer ready */
 		v[1] = UUIDPGetDatum(&claim);
 		v[2] = TimestampTzGetDatum(until);
 		sched_spi_exec(&request_claim, v, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
