@@ -123,6 +123,8 @@ typedef struct SchedRequestRow
 	int32		tries;
 	TimestampTz available_at;
 	char	   *avoid_node_id;	/* NULL: none */
+	char	   *last_reason;	/* NULL: none */
+	int64		shape;			/* request.shape: equal shapes are admitted alike */
 } SchedRequestRow;
 
 /* How a row is read: no lock, FOR UPDATE, or FOR UPDATE SKIP LOCKED. */
@@ -301,6 +303,15 @@ extern bool sched_fleet_mirror_read(const char *capability, bool fresh, SchedFle
 
 /* ---- reservation.c ---- */
 
+/* Why an UNSCHEDULABLE request was left queued (see leave_queued in reservation.c). */
+typedef enum SchedWait
+{
+	SCHED_WAIT_NONE = 0,		/* not left queued */
+	SCHED_WAIT_CAPACITY,		/* only transient reasons: keeps its place, no backoff */
+	SCHED_WAIT_STATIC,			/* the fleet as it is cannot run it: backs off */
+	SCHED_WAIT_CONTENTION		/* eligible pairs held or taken by concurrent dispatches */
+} SchedWait;
+
 typedef struct SchedDispatchResult
 {
 	const char *outcome;
@@ -316,6 +327,7 @@ typedef struct SchedDispatchResult
 	int			conflicts;		/* candidates skipped or refused by the re-check */
 	int			held_passed;	/* better candidates not tried: concurrent dispatches
 								 * were reserving them (inflight.c) */
+	SchedWait	waits;			/* UNSCHEDULABLE: why it was left queued */
 } SchedDispatchResult;
 
 /*

@@ -158,11 +158,12 @@ SELECT outcome FROM pg_temp.dispatch('A4', 'A', 'ffffffff-0000-0000-0000-0000000
 SELECT * FROM pg_temp.counts();
 
 -- =================================================================================
--- UNSCHEDULABLE: 2 GPUs reserved.  d1 has 2 GPUs, 1 reserved (gpus_exhausted); d2, d3,
--- g1-g3 have none (insufficient_gpus); d3 and g1-g3 serve no render (capability_missing).
+-- UNSCHEDULABLE for a static reason: 3 GPUs reserved.  d1 has 2 GPUs, d2, d3, g1-g3
+-- none (insufficient_gpus everywhere); d3 and g1-g3 serve no render (capability_missing).
+-- The fleet as it is cannot run it, so it backs off.
 -- =================================================================================
 INSERT INTO reqs SELECT 'U', sched.submit('e5000000-0000-0000-0000-000000000001',
-    '56000000-0000-0000-0000-00000000000b', 'render', '1.0', reserve_gpus => 2,
+    '56000000-0000-0000-0000-00000000000b', 'render', '1.0', reserve_gpus => 3,
     available_at => '2024-01-01 12:00:00+00');
 SELECT * FROM pg_temp.dispatch('U1', 'U', NULL, '2024-01-01 12:00:10+00');
 SELECT (r).outcome, (r).detail FROM results WHERE label = 'U1';
@@ -181,14 +182,15 @@ SELECT node_id, worker_id, eligible, reasons
   FROM sched.qualification_reasons((SELECT request_id FROM reqs WHERE label = 'U'),
                                    '2024-01-01 12:00:25+00')
  ORDER BY node_id COLLATE "C";
--- give d2 two GPUs: the next try places it there (100,000: weight 100, no live attempts)
-SELECT node_id, gpus FROM sched.upsert_node('d2', gpus => 2);
+-- give d2 three GPUs: the next try places it there (100,000: weight 100, no live attempts)
+SELECT node_id, gpus FROM sched.upsert_node('d2', gpus => 3);
 SELECT * FROM pg_temp.dispatch('U5', 'U', NULL, '2024-01-01 12:00:25+00');
 SELECT label, state, has_attempt FROM pg_temp.requests('{U}');
 SELECT node_id, reserved_cpu_millis, reserved_memory_mb, reserved_gpus, live_attempts
   FROM sched.node WHERE node_id IN ('d1', 'd2') ORDER BY node_id;
 
--- a reservation that no longer fits on the pinned node: cpu_exhausted (4000 - 1000 < 3500)
+-- a reservation that no longer fits on the pinned node: cpu_exhausted (4000 - 1000 < 3500),
+-- a transient reason: the request waits for capacity in its place (no backoff, no try)
 INSERT INTO reqs SELECT 'P', sched.submit('e5000000-0000-0000-0000-000000000001',
     '56000000-0000-0000-0000-00000000000c', 'render', '1.0', reserve_cpu_millis => 3500,
     node_id => 'd1', available_at => '2024-01-01 12:00:00+00');

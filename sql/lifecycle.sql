@@ -77,16 +77,21 @@ CREATE TEMP VIEW commands AS
 SELECT c.command_id, c.kind, s.name AS step, a.attempt_number AS n, c.worker_id = a.worker_id AS to_its_worker,
        c.worker_generation AS gen, c.lease_version AS lv, c.created_at, c.delivered_at
   FROM sched.command c JOIN sched.attempt a USING (attempt_id) JOIN steps s USING (step_id);
--- poll_commands' rows in the order returned
+-- poll_commands' rows in the order returned; facts_ok: the command's execution, step,
+-- attempt number, capability and version are its attempt's
 CREATE FUNCTION pg_temp.poll(worker uuid, generation bigint, t timestamptz, k int DEFAULT 10)
-RETURNS TABLE (pos bigint, command_id bigint, kind text, step text, n int, lease_version bigint, request_ok boolean)
+RETURNS TABLE (pos bigint, command_id bigint, kind text, step text, n int, lease_version bigint,
+               request_ok boolean, facts_ok boolean)
 LANGUAGE sql AS $$
-    SELECT p.pos, p.command_id, p.kind, s.name, a.attempt_number, p.lease_version,
-           p.request_id = a.request_id
-      FROM sched.poll_commands(worker, generation, k, t)
-           WITH ORDINALITY AS p(command_id, kind, attempt_id, lease_version, request_id, pos)
-      LEFT JOIN sched.attempt a USING (attempt_id) LEFT JOIN steps s USING (step_id)
-     ORDER BY p.pos $$;
+    SELECT p.ordinality, p.command_id, p.kind, s.name, a.attempt_number, p.lease_version,
+           p.request_id = a.request_id,
+           (p.execution_id, p.step_id, p.attempt_number, p.capability, p.capability_version)
+             = (a.execution_id, a.step_id, a.attempt_number, r.capability, r.capability_version)
+      FROM sched.poll_commands(worker, generation, k, t) WITH ORDINALITY AS p
+      LEFT JOIN sched.attempt a ON a.attempt_id = p.attempt_id
+      LEFT JOIN sched.request r ON r.request_id = a.request_id
+      LEFT JOIN steps s ON s.step_id = a.step_id
+     ORDER BY p.ordinality $$;
 -- attempt ids in a text replaced by <attempt STEP#n>
 CREATE FUNCTION pg_temp.named(msg text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE

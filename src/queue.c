@@ -21,6 +21,18 @@
  * stays locked by this transaction until it ends, dispatched or not.  A batch reads at
  * most as many rows as the caller still wants (QueueScan.want), so a call holds few
  * requests it does not get to.  Consumers re-check that each request is still ready.
+ *
+ * Waiting for capacity (dispatch_next).  Requests of one shape (request.shape: a hash of
+ * everything admission reads) are admitted by exactly the same nodes.  So a call judges
+ * shapes, not requests: before the scan, one ready request of each shape with ready
+ * requests (request_shape_idx, a loose index scan) is judged on the call's fleet:
+ * FITS (some node admits it), WAITS (none does, some only for transient reasons) or
+ * STATIC (every node has a static reason).  The scan then leaves out the shapes that
+ * wait (their rows are neither read nor locked: the batch statements exclude them), and
+ * a shape is judged again on the call's fleet after each placement of the call, so the
+ * call stops as soon as nothing it can see fits.  Requests that wait keep their place:
+ * nothing about them is written, and the first call after capacity frees takes them in
+ * queue order.  Requests of static shapes are tried, and back off, one by one.
  */
 #include "pg_sched.h"
 
@@ -30,6 +42,8 @@
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(sched_queue_key);
 PG_FUNCTION_INFO_V1(sched_backend_slot);
@@ -46,34 +60,67 @@ sched_backend_slot(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(sched_setting_seconds);
 PG_FUNCTION_INFO_V1(sched_claim_requests);
 PG_FUNCTION_INFO_V1(sched_dispatch_next);
+PG_FUNCTION_INFO_V1(sched_dispatch_next_0_2);
 
 #define QUEUE_BATCH 32
+
+/* shapes judged before the scan; a call that finds more judges the rest as it meets them */
+#define SHAPES_JUDGED_FIRST 256
 
 /* ready(r, at): the shared predicate, with $at the scan's clock */
 #define READY(at) \
 	" r.state IN ('PENDING', 'CLAIMED') AND r.available_at OPERATOR(pg_catalog.<=) " at \
 	" AND (r.state OPERATOR(pg_catalog.=) 'PENDING' OR r.claimed_until OPERATOR(pg_catalog.<=) " at ") "
 
+/* $8 / $9: the shapes the call leaves out (they wait for capacity) */
 static SchedStatement starving_batch = {
-	"SELECT r.request_id, r.tenant, r.queued_at, r.step_id, r.attempt_number FROM sched.request r "
+	"SELECT r.request_id, r.tenant, r.queued_at, r.step_id, r.attempt_number, r.shape "
+	"  FROM sched.request r "
 	" WHERE " READY("$4")
 	"   AND r.queued_at OPERATOR(pg_catalog.<) $1 "
 	"   AND (r.queued_at, r.request_id) > ($2, $3) "
 	"   AND ($5::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $5) "
 	"   AND ($6::text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $6) "
+	"   AND r.shape OPERATOR(pg_catalog.<>) ALL ($8::pg_catalog.int8[]) "
 	" ORDER BY r.queued_at, r.request_id LIMIT $7 FOR UPDATE OF r SKIP LOCKED",
-	7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID}
+	8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID,
+		INT8ARRAYOID}
 };
 
 static SchedStatement tenant_batch = {
-	"SELECT r.request_id, r.sort_key, r.queued_at, r.step_id, r.attempt_number FROM sched.request r "
+	"SELECT r.request_id, r.sort_key, r.queued_at, r.step_id, r.attempt_number, r.shape "
+	"  FROM sched.request r "
 	" WHERE " READY("$5")
 	"   AND r.tenant OPERATOR(pg_catalog.=) $1 "
 	"   AND (r.sort_key, r.queued_at, r.request_id) > ($2, $3, $4) "
 	"   AND r.queued_at OPERATOR(pg_catalog.>=) $7 "
 	"   AND ($6::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $6) "
+	"   AND r.shape OPERATOR(pg_catalog.<>) ALL ($9::pg_catalog.int8[]) "
 	" ORDER BY r.sort_key, r.queued_at, r.request_id LIMIT $8 FOR UPDATE OF r SKIP LOCKED",
-	8, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, INT4OID}
+	9, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID,
+		INT4OID, INT8ARRAYOID}
+};
+
+/*
+ * The shapes with ready requests (a loose index scan of request_shape_idx) and, for each,
+ * its earliest ready request (to judge the shape by), without locking anything.
+ */
+static SchedStatement ready_shapes = {
+	"WITH RECURSIVE s(shape) AS ( "
+	"  (SELECT r.shape FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
+	"    ORDER BY r.shape LIMIT 1) "
+	"  UNION ALL "
+	"  SELECT (SELECT r.shape FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
+	"            AND r.shape OPERATOR(pg_catalog.>) s.shape ORDER BY r.shape LIMIT 1) "
+	"    FROM s WHERE s.shape IS NOT NULL) "
+	"SELECT s.shape, x.request_id FROM s CROSS JOIN LATERAL ( "
+	"  SELECT r.request_id FROM sched.request r "
+	"   WHERE r.shape OPERATOR(pg_catalog.=) s.shape AND " READY("$1")
+	"     AND ($2::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $2) "
+	"     AND ($3::text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $3) "
+	"   ORDER BY r.available_at LIMIT 1) x "
+	" WHERE s.shape IS NOT NULL LIMIT $4",
+	4, {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID}
 };
 
 /* tenants with open requests (loose index scan), their weight and live attempts (the
@@ -117,6 +164,7 @@ typedef struct QueueTenant
 	/* the batch read and not yet handed out */
 	int64		buffer[QUEUE_BATCH];
 	SchedStepKey keys[QUEUE_BATCH];
+	int64		shapes[QUEUE_BATCH];
 	int			buffered;
 	int			next;
 } QueueTenant;
@@ -133,6 +181,7 @@ typedef struct QueueScan
 	int64		starving_request_id;
 	int64		starving_buffer[QUEUE_BATCH];
 	SchedStepKey starving_keys[QUEUE_BATCH];
+	int64		starving_shapes[QUEUE_BATCH];
 	char	   *starving_tenant[QUEUE_BATCH];
 	int			starving_buffered;
 	int			starving_next;
@@ -141,7 +190,39 @@ typedef struct QueueScan
 	QueueTenant *tenants;
 	/* how many more requests the caller wants: a fetch locks at most that many */
 	int			want;
+	/* shapes the batches leave out (dispatch_next: they wait for capacity) */
+	int64	   *excluded;
+	int			nexcluded;
+	int			excluded_size;
 } QueueScan;
+
+/* The shapes the batch statements leave out, as an int8[] parameter. */
+static Datum
+excluded_shapes(const QueueScan *q)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(q->nexcluded, 1));
+	int			i;
+
+	for (i = 0; i < q->nexcluded; i++)
+		elems[i] = Int64GetDatum(q->excluded[i]);
+	return PointerGetDatum(construct_array(elems, q->nexcluded, INT8OID, 8,
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/* From now on the scan reads no request of `shape` (rows already buffered are the
+ * consumer's to pass over). */
+static void
+queue_exclude_shape(QueueScan *q, int64 shape)
+{
+	if (q->nexcluded == q->excluded_size)
+	{
+		q->excluded_size = Max(16, q->excluded_size * 2);
+		q->excluded = q->excluded == NULL
+			? palloc(sizeof(int64) * q->excluded_size)
+			: repalloc(q->excluded, sizeof(int64) * q->excluded_size);
+	}
+	q->excluded[q->nexcluded++] = shape;
+}
 
 static Datum
 text_or_null(const char *s, char *null)
@@ -191,8 +272,8 @@ fetch_limit(const QueueScan *q)
 static void
 fetch_starving(QueueScan *q)
 {
-	Datum		v[7];
-	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		v[8];
+	char		n[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	uint64		i;
 	bool		isnull;
 
@@ -205,6 +286,7 @@ fetch_starving(QueueScan *q)
 	if (q->starving_queued_at == DT_NOBEGIN)
 		v[2] = Int64GetDatum(PG_INT64_MIN);
 	v[6] = Int32GetDatum(fetch_limit(q));
+	v[7] = excluded_shapes(q);
 	sched_spi_exec(&starving_batch, v, n, false, 0, SPI_OK_SELECT);
 	q->starving_buffered = (int) SPI_processed;
 	q->starving_next = 0;
@@ -216,6 +298,7 @@ fetch_starving(QueueScan *q)
 		q->starving_keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
 		q->starving_keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
 		q->starving_tenant[i] = sched_spi_text((int) i, 2);
+		q->starving_shapes[i] = sched_spi_int64((int) i, 6);
 		q->starving_queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		q->starving_request_id = q->starving_buffer[i];
 	}
@@ -224,8 +307,8 @@ fetch_starving(QueueScan *q)
 static void
 fetch_tenant(QueueScan *q, QueueTenant *t)
 {
-	Datum		v[8];
-	char		n[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		v[9];
+	char		n[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	uint64		i;
 	bool		isnull;
 
@@ -237,6 +320,7 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 	v[5] = text_or_null(q->capability, &n[5]);
 	v[6] = TimestampTzGetDatum(q->starving_cutoff);
 	v[7] = Int32GetDatum(fetch_limit(q));
+	v[8] = excluded_shapes(q);
 	sched_spi_exec(&tenant_batch, v, n, false, 0, SPI_OK_SELECT);
 	t->buffered = (int) SPI_processed;
 	t->next = 0;
@@ -247,6 +331,7 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 		t->buffer[i] = sched_spi_int64((int) i, 1);
 		t->keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
 		t->keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
+		t->shapes[i] = sched_spi_int64((int) i, 6);
 		t->sort_key = DatumGetFloat8(sched_spi_get((int) i, 2, &isnull));
 		t->queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		t->request_id = t->buffer[i];
@@ -268,10 +353,10 @@ tenant_before(const QueueTenant *a, const QueueTenant *b)
 /*
  * The next request in queue order, or -1 when the queue has no more ready requests.
  * *tenant is set to the request's tenant entry (NULL for a starving request of a
- * tenant not in the list).
+ * tenant not in the list); *key and *shape to the request's step key and shape.
  */
 static int64
-queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key)
+queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape)
 {
 	*tenant = NULL;
 	for (;;)
@@ -285,6 +370,7 @@ queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key)
 				if (strcmp(q->tenants[i].name, q->starving_tenant[k]) == 0)
 					*tenant = &q->tenants[i];
 			*key = q->starving_keys[k];
+			*shape = q->starving_shapes[k];
 			return q->starving_buffer[k];
 		}
 		if (q->starving_exhausted)
@@ -315,6 +401,7 @@ queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key)
 		}
 		*tenant = best;
 		*key = best->keys[best->next];
+		*shape = best->shapes[best->next];
 		return best->buffer[best->next++];
 	}
 }
@@ -391,11 +478,12 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	{
 		QueueTenant *t;
 		SchedStepKey key;
+		int64		shape;
 		int64		id;
 		Datum		v[3];
 
 		q.want = max_requests - claimed;
-		id = queue_next(&q, &t, &key);
+		id = queue_next(&q, &t, &key, &shape);
 		if (id < 0)
 			break;
 		scanned++;
@@ -424,17 +512,146 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* What a dispatch_next call knows of a shape (see "Waiting for capacity" above). */
+typedef enum ShapeVerdict
+{
+	SHAPE_FITS,					/* some node admits it */
+	SHAPE_WAITS,				/* no node does; some only for transient reasons */
+	SHAPE_STATIC				/* every node has a static reason */
+} ShapeVerdict;
+
+typedef struct ShapeEntry
+{
+	int64		shape;			/* hash key: request.shape */
+	ShapeVerdict verdict;
+	int			judged_at;		/* the call's placements when it was judged */
+	SchedPlacementArgs args;	/* the placement of the request it was judged by */
+} ShapeEntry;
+
+typedef struct ShapeJudge
+{
+	HTAB	   *shapes;
+	int			placements;		/* placements the call made so far */
+	int			not_waiting;	/* judged shapes whose verdict is not WAITS */
+	bool		all_known;		/* every shape with ready requests was judged up front */
+	SchedFleetCache *cache;
+	TimestampTz at;
+} ShapeJudge;
+
+/* Judges placement p on the call's fleet (kept current with the call's placements). */
+static ShapeVerdict
+judge_placement(ShapeJudge *j, const SchedPlacement *p)
+{
+	SchedFleet *fleet = sched_fleet_cached(j->cache, p->capability, false);
+	bool		transient = false;
+	int			i;
+
+	for (i = 0; i < fleet->count; i++)
+	{
+		SchedReasonSet r = sched_admission(p, &fleet->rows[i].c);
+
+		if (r == 0)
+			return SHAPE_FITS;
+		if ((r & ~SCHED_TRANSIENT_REASONS) == 0)
+			transient = true;
+	}
+	return transient ? SHAPE_WAITS : SHAPE_STATIC;
+}
+
+static void
+set_verdict(ShapeJudge *j, ShapeEntry *e, ShapeVerdict v, QueueScan *q)
+{
+	if (e->verdict != SHAPE_WAITS && v == SHAPE_WAITS)
+	{
+		j->not_waiting--;
+		queue_exclude_shape(q, e->shape);
+	}
+	e->verdict = v;
+	e->judged_at = j->placements;
+}
+
+/*
+ * The entry of `shape`, judged by request `request_id` when the call meets it for the
+ * first time.  Allocates in the call's memory (CurrentMemoryContext).
+ */
+static ShapeEntry *
+shape_entry(ShapeJudge *j, int64 shape, int64 request_id, QueueScan *q)
+{
+	bool		found;
+	ShapeEntry *e = hash_search(j->shapes, &shape, HASH_ENTER, &found);
+
+	if (!found)
+	{
+		if (!sched_request_load(request_id, SCHED_LOCK_NONE, j->at, &e->args, NULL))
+		{
+			/* gone since the scan read it: nothing to judge by */
+			hash_search(j->shapes, &shape, HASH_REMOVE, NULL);
+			return NULL;
+		}
+		e->verdict = SHAPE_FITS;
+		j->not_waiting++;
+		set_verdict(j, e, judge_placement(j, &e->args.p), q);
+	}
+	return e;
+}
+
+/*
+ * Judges, before the scan, every shape that has ready requests (at most
+ * SHAPES_JUDGED_FIRST of them; j->all_known tells whether that was all).
+ */
+static void
+judge_ready_shapes(ShapeJudge *j, QueueScan *q)
+{
+	Datum		v[4];
+	char		n[4] = {' ', ' ', ' ', ' '};
+	int64		shapes[SHAPES_JUDGED_FIRST];
+	int64		requests[SHAPES_JUDGED_FIRST];
+	int			count;
+	int			i;
+
+	v[0] = TimestampTzGetDatum(q->at);
+	v[1] = text_or_null(q->capability, &n[1]);
+	v[2] = text_or_null(q->tenant, &n[2]);
+	v[3] = Int32GetDatum(SHAPES_JUDGED_FIRST + 1);
+	sched_spi_exec(&ready_shapes, v, n, false, 0, SPI_OK_SELECT);
+	j->all_known = SPI_processed <= SHAPES_JUDGED_FIRST;
+	count = (int) Min(SPI_processed, SHAPES_JUDGED_FIRST);
+	for (i = 0; i < count; i++)
+	{
+		shapes[i] = sched_spi_int64(i, 1);
+		requests[i] = sched_spi_int64(i, 2);
+	}
+	for (i = 0; i < count; i++)
+		(void) shape_entry(j, shapes[i], requests[i], q);
+}
+
+/*
+ * Whether the request met by the scan is to be tried: false when its shape waits for
+ * capacity, judged again on the call's fleet if the call placed something since.
+ */
+static bool
+worth_trying(ShapeJudge *j, ShapeEntry *e, QueueScan *q)
+{
+	if (e == NULL)
+		return true;
+	if (e->verdict != SHAPE_WAITS && e->judged_at < j->placements)
+		set_verdict(j, e, judge_placement(j, &e->args.p), q);
+	return e->verdict != SHAPE_WAITS;
+}
+
 /*
  * dispatch_next(max_dispatches, capability, tenant, at) → sched.dispatch_result rows.
- * Tries at most 4 * max_dispatches + 64 requests.  Each request is dispatched by
+ * Tries at most 4 * max_dispatches + 64 requests; requests of shapes that wait for
+ * capacity are passed over untried and unwritten (see "Waiting for capacity" above),
+ * and the call ends when every shape it knows of waits.  Each request is dispatched by
  * sched_dispatch_request() in queue mode: a request another dispatcher holds is passed
- * over silently, an unschedulable one gets its reason and backoff and the scan moves
- * on.  The fleet of each capability is read once per call and kept current in memory
- * (sched_fleet_cache_update); per-request work runs in a memory context reset after
- * each request, so memory stays flat in the batch size.
+ * over silently, an unschedulable one gets its reason (and, for a static reason, its
+ * backoff) and the scan moves on.  The fleet of each capability is read once per call
+ * and kept current in memory (sched_fleet_cache_update); per-request work runs in a
+ * memory context reset after each request, so memory stays flat in the batch size.
  */
 Datum
-sched_dispatch_next(PG_FUNCTION_ARGS)
+sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int32		max_dispatches = positive_int_arg(fcinfo, 0, "max_dispatches");
@@ -442,6 +659,8 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 	char	   *tenant = optional_text_arg(fcinfo, 2, "tenant", "Pass NULL to dispatch for any tenant.");
 	TimestampTz at;
 	QueueScan	q;
+	ShapeJudge	judge;
+	HASHCTL		hctl;
 	int			dispatched = 0;
 	int			scanned = 0;
 	MemoryContext per_request;
@@ -462,19 +681,37 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 	cache->cxt = outer;			/* one fleet read per capability for the whole call */
 	cache->defer = true;		/* and one write statement per SCHED_PENDING_MAX placements */
 	cache->at = at;
-	while (dispatched < max_dispatches && scanned < max_dispatches * 4 + 64)
+
+	memset(&judge, 0, sizeof(judge));
+	memset(&hctl, 0, sizeof(hctl));
+	hctl.keysize = sizeof(int64);
+	hctl.entrysize = sizeof(ShapeEntry);
+	hctl.hcxt = outer;
+	judge.shapes = hash_create("pg_sched dispatch_next shapes", 64, &hctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	judge.cache = cache;
+	judge.at = at;
+	judge_ready_shapes(&judge, &q);
+
+	while (dispatched < max_dispatches && scanned < max_dispatches * 4 + 64 &&
+		   !(judge.all_known && judge.not_waiting == 0))
 	{
 		QueueTenant *t;
 		SchedStepKey key;
+		int64		shape;
 		int64		id;
+		ShapeEntry *e;
 		SchedDispatchResult res;
 		Datum		values[8];
 		bool		nulls[8];
 
 		q.want = max_dispatches - dispatched;
-		id = queue_next(&q, &t, &key);
+		id = queue_next(&q, &t, &key, &shape);
 		if (id < 0)
 			break;
+		e = shape_entry(&judge, shape, id, &q);
+		if (!worth_trying(&judge, e, &q))
+			continue;			/* waits for capacity: left as it is, in its place */
 		scanned++;
 		MemoryContextSwitchTo(per_request);
 		if (sched_dispatch_request(id, &key, NULL, at, true, cache, &res))
@@ -485,16 +722,37 @@ sched_dispatch_next(PG_FUNCTION_ARGS)
 			if (strcmp(res.outcome, "DISPATCHED") == 0)
 			{
 				dispatched++;
+				judge.placements++;
 				if (t != NULL)
 					t->live++;
 			}
 		}
 		MemoryContextSwitchTo(outer);
 		MemoryContextReset(per_request);
+		/* what the try found of the shape, on a fresh snapshot */
+		if (e != NULL && res.waits == SCHED_WAIT_CAPACITY)
+			set_verdict(&judge, e, SHAPE_WAITS, &q);
+		else if (e != NULL && res.waits == SCHED_WAIT_STATIC)
+			set_verdict(&judge, e, SHAPE_STATIC, &q);
 	}
 	sched_flush_reservations(cache);
 	SPI_finish();
 	return (Datum) 0;
+}
+
+/*
+ * The entry point of dispatch_next in a database whose extension is still at 0.1.0:
+ * this library's dispatch_next needs the 0.2.0 schema (request.shape).
+ */
+Datum
+sched_dispatch_next(PG_FUNCTION_ARGS)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("dispatch_next needs pg_sched 0.2.0, but the extension in this database is at 0.1.0"),
+			 errdetail("The pg_sched library installed is version 0.2.0."),
+			 errhint("Run ALTER EXTENSION pg_sched UPDATE.")));
+	PG_RETURN_NULL();
 }
 
 /* sched._queue_key(priority, queued_at): the static queue key, seconds */

@@ -567,10 +567,17 @@ lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen,
 }
 
 /*
- * Leaves the request queued after no pair could be reserved.  With no eligible node in
- * a fresh snapshot, the request backs off (1 s doubling per try, at most
- * sched.unschedulable_backoff_max); when eligible nodes exist but were held or taken by
- * concurrent dispatches, it stays ready at once.
+ * Leaves the request queued after no pair could be reserved, judged on a fresh snapshot:
+ *   - no eligible node, and some node refuses it only for transient reasons (no_free_slot,
+ *     *_exhausted): it waits for capacity.  That is not a failure: it stays ready with
+ *     its place in the queue (available_at unchanged, no try counted), so the first
+ *     dispatch after capacity frees takes it;
+ *   - no eligible node, and every node has a static reason: the fleet as it is cannot run
+ *     it; it backs off (1 s doubling per try, at most sched.unschedulable_backoff_max);
+ *   - eligible nodes exist but were held or taken by concurrent dispatches: it stays
+ *     ready at once.
+ * The row is written only when something in it changes (a request waiting for capacity
+ * with the same reason as last time is left alone).
  */
 static void
 leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int conflicts,
@@ -582,6 +589,7 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 	char	   *summary;
 	TimestampTz next = args->at;
 	int			tries_added = 0;
+	bool		transient;
 	Datum		v[4];
 
 	if (cache != NULL)
@@ -590,8 +598,19 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 		sched_fleet_load(args->p.capability,
 						 SCHED_FLEET_ALL_NODES | SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, true),
 						 &args->p, &local);
-	summary = sched_fleet_summary(&args->p, fleet, &eligible, NULL);
-	if (eligible == 0)
+	summary = sched_fleet_summary(&args->p, fleet, &eligible, &transient);
+	if (eligible == 0 && transient)
+	{
+		res->waits = SCHED_WAIT_CAPACITY;
+		next = req->available_at;
+		if (strcmp(req->state, "PENDING") == 0 && req->last_reason != NULL &&
+			strcmp(req->last_reason, summary) == 0)
+		{
+			set_outcome(res, "UNSCHEDULABLE", summary);
+			return;
+		}
+	}
+	else if (eligible == 0)
 	{
 		int64		backoff_s = sched_unschedulable_backoff_max_s;
 
@@ -599,9 +618,11 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 			backoff_s = Min((int64) 1 << req->tries, backoff_s);
 		next = args->at + backoff_s * USECS_PER_SEC;
 		tries_added = 1;
+		res->waits = SCHED_WAIT_STATIC;
 	}
 	else
 	{
+		res->waits = SCHED_WAIT_CONTENTION;
 		/* contention only: stays ready (available_at unchanged), no try counted */
 		next = Max(req->available_at, args->at);
 		summary = psprintf("%s; %d candidate%s held or taken by concurrent dispatches",

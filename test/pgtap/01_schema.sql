@@ -22,7 +22,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(130);
+SELECT plan(132);
 
 -- ---------------------------------------------------------------------------------
 -- Schema and tables
@@ -93,6 +93,8 @@ SELECT col_type_is('sched'::name, tbl::name, col::name, typ, format('sched.%s.%s
     ('request', 'claimed_until', 'timestamp with time zone'),
     ('request', 'tries', 'integer'),
     ('request', 'last_reason', 'text'),
+    ('request', 'payload', 'jsonb'),
+    ('request', 'shape', 'bigint'),
     -- attempt (SPEC 5, the full list)
     ('attempt', 'attempt_id', 'uuid'),
     ('attempt', 'request_id', 'bigint'),

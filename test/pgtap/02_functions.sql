@@ -52,9 +52,9 @@ INSERT INTO sig VALUES
   ('claim_requests', '{integer,interval,text,text,"timestamp with time zone"}', 'setof sched.claim',
    'max_requests integer, claim_ttl interval, capability text, tenant text, at timestamp with time zone',
    'max_requests integer DEFAULT 1, claim_ttl interval DEFAULT ''00:00:30''::interval, capability text DEFAULT NULL::text, tenant text DEFAULT NULL::text, at timestamp with time zone DEFAULT now()'),
-  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone"}', 'bigint',
-   'execution_id uuid, step_id uuid, capability text, capability_version text, attempt_number integer, tenant text, priority integer, required_labels jsonb, preferred_labels jsonb, min_cpu_millis integer, min_memory_mb bigint, min_gpus integer, reserve_cpu_millis integer, reserve_memory_mb bigint, reserve_gpus integer, node_id text, max_attempts integer, available_at timestamp with time zone',
-   'execution_id uuid, step_id uuid, capability text, capability_version text, attempt_number integer DEFAULT 1, tenant text DEFAULT ''default''::text, priority integer DEFAULT 0, required_labels jsonb DEFAULT ''{}''::jsonb, preferred_labels jsonb DEFAULT ''{}''::jsonb, min_cpu_millis integer DEFAULT 0, min_memory_mb bigint DEFAULT 0, min_gpus integer DEFAULT 0, reserve_cpu_millis integer DEFAULT 0, reserve_memory_mb bigint DEFAULT 0, reserve_gpus integer DEFAULT 0, node_id text DEFAULT NULL::text, max_attempts integer DEFAULT 3, available_at timestamp with time zone DEFAULT now()'),
+  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone",jsonb}', 'bigint',
+   'execution_id uuid, step_id uuid, capability text, capability_version text, attempt_number integer, tenant text, priority integer, required_labels jsonb, preferred_labels jsonb, min_cpu_millis integer, min_memory_mb bigint, min_gpus integer, reserve_cpu_millis integer, reserve_memory_mb bigint, reserve_gpus integer, node_id text, max_attempts integer, available_at timestamp with time zone, payload jsonb',
+   'execution_id uuid, step_id uuid, capability text, capability_version text, attempt_number integer DEFAULT 1, tenant text DEFAULT ''default''::text, priority integer DEFAULT 0, required_labels jsonb DEFAULT ''{}''::jsonb, preferred_labels jsonb DEFAULT ''{}''::jsonb, min_cpu_millis integer DEFAULT 0, min_memory_mb bigint DEFAULT 0, min_gpus integer DEFAULT 0, reserve_cpu_millis integer DEFAULT 0, reserve_memory_mb bigint DEFAULT 0, reserve_gpus integer DEFAULT 0, node_id text DEFAULT NULL::text, max_attempts integer DEFAULT 3, available_at timestamp with time zone DEFAULT now(), payload jsonb DEFAULT NULL::jsonb'),
   ('cancel_execution', '{uuid,"timestamp with time zone"}', 'text',
    'execution_id uuid, at timestamp with time zone',
    'execution_id uuid, at timestamp with time zone DEFAULT now()'),
@@ -123,10 +123,11 @@ SELECT is(pg_get_function_arguments(pg_temp.proc_of(fn, argtypes)), full_args,
           format('sched.%s(%s): defaults as SPEC section 5 states', fn, array_to_string(argtypes, ', ')))
   FROM sig WHERE full_args IS NOT NULL ORDER BY fn, cardinality(argtypes);
 
--- poll_commands returns the rows SPEC section 5 names, in that order
+-- poll_commands returns the rows the contract names, in that order: everything a
+-- worker needs, so that it never reads pg_sched's tables
 SELECT is(pg_get_function_result('sched.poll_commands(uuid, bigint, integer, timestamptz)'::regprocedure),
-          'TABLE(command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint)',
-          'poll_commands returns (command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint)');
+          'TABLE(command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint, execution_id uuid, step_id uuid, attempt_number integer, capability text, capability_version text, payload jsonb)',
+          'poll_commands returns the command, its attempt, the execution, step, attempt number, capability, version and payload');
 
 -- dispatch writes; placement only reads (stable: one snapshot per statement)
 SELECT volatility_is('sched', 'dispatch_attempt', ARRAY['bigint', 'uuid', 'timestamp with time zone'],

@@ -53,7 +53,7 @@ INSERT INTO write_fn VALUES
   ('cordon_worker', '{uuid}'),
   ('uncordon_worker', '{uuid}'),
   ('set_tenant_weight', '{text,integer}'),
-  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone"}'),
+  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone",jsonb}'),
   ('claim_requests', '{integer,interval,text,text,"timestamp with time zone"}'),
   ('dispatch_attempt', '{bigint,uuid,"timestamp with time zone"}'),
   ('dispatch_next', '{integer,text,text,"timestamp with time zone"}'),
