@@ -124,7 +124,6 @@ typedef struct SchedRequestRow
 	TimestampTz available_at;
 	char	   *avoid_node_id;	/* NULL: none */
 	char	   *last_reason;	/* NULL: none */
-	int64		shape;			/* request.shape: equal shapes are admitted alike */
 } SchedRequestRow;
 
 /* How a row is read: no lock, FOR UPDATE, or FOR UPDATE SKIP LOCKED. */

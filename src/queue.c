@@ -72,31 +72,52 @@ PG_FUNCTION_INFO_V1(sched_dispatch_next_0_2);
 	" r.state IN ('PENDING', 'CLAIMED') AND r.available_at OPERATOR(pg_catalog.<=) " at \
 	" AND (r.state OPERATOR(pg_catalog.=) 'PENDING' OR r.claimed_until OPERATOR(pg_catalog.<=) " at ") "
 
-/* $8 / $9: the shapes the call leaves out (they wait for capacity) */
+/*
+ * The batch statements, in two forms: claim_requests' (the columns of 0.1.0, so a
+ * database not yet updated is served) and dispatch_next's, which also reads each row's
+ * shape and leaves out the shapes given in the last parameter (they wait for capacity).
+ */
+#define STARVING_BATCH(shape_column, shape_filter) \
+	"SELECT r.request_id, r.tenant, r.queued_at, r.step_id, r.attempt_number" shape_column \
+	"  FROM sched.request r " \
+	" WHERE " READY("$4") \
+	"   AND r.queued_at OPERATOR(pg_catalog.<) $1 " \
+	"   AND (r.queued_at, r.request_id) > ($2, $3) " \
+	"   AND ($5::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $5) " \
+	"   AND ($6::text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $6) " \
+	shape_filter \
+	" ORDER BY r.queued_at, r.request_id LIMIT $7 FOR UPDATE OF r SKIP LOCKED"
+
+#define TENANT_BATCH(shape_column, shape_filter) \
+	"SELECT r.request_id, r.sort_key, r.queued_at, r.step_id, r.attempt_number" shape_column \
+	"  FROM sched.request r " \
+	" WHERE " READY("$5") \
+	"   AND r.tenant OPERATOR(pg_catalog.=) $1 " \
+	"   AND (r.sort_key, r.queued_at, r.request_id) > ($2, $3, $4) " \
+	"   AND r.queued_at OPERATOR(pg_catalog.>=) $7 " \
+	"   AND ($6::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $6) " \
+	shape_filter \
+	" ORDER BY r.sort_key, r.queued_at, r.request_id LIMIT $8 FOR UPDATE OF r SKIP LOCKED"
+
 static SchedStatement starving_batch = {
-	"SELECT r.request_id, r.tenant, r.queued_at, r.step_id, r.attempt_number, r.shape "
-	"  FROM sched.request r "
-	" WHERE " READY("$4")
-	"   AND r.queued_at OPERATOR(pg_catalog.<) $1 "
-	"   AND (r.queued_at, r.request_id) > ($2, $3) "
-	"   AND ($5::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $5) "
-	"   AND ($6::text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $6) "
-	"   AND r.shape OPERATOR(pg_catalog.<>) ALL ($8::pg_catalog.int8[]) "
-	" ORDER BY r.queued_at, r.request_id LIMIT $7 FOR UPDATE OF r SKIP LOCKED",
+	STARVING_BATCH("", ""),
+	7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID}
+};
+
+static SchedStatement starving_batch_shapes = {
+	STARVING_BATCH(", r.shape", "   AND r.shape OPERATOR(pg_catalog.<>) ALL ($8::pg_catalog.int8[]) "),
 	8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID,
 		INT8ARRAYOID}
 };
 
 static SchedStatement tenant_batch = {
-	"SELECT r.request_id, r.sort_key, r.queued_at, r.step_id, r.attempt_number, r.shape "
-	"  FROM sched.request r "
-	" WHERE " READY("$5")
-	"   AND r.tenant OPERATOR(pg_catalog.=) $1 "
-	"   AND (r.sort_key, r.queued_at, r.request_id) > ($2, $3, $4) "
-	"   AND r.queued_at OPERATOR(pg_catalog.>=) $7 "
-	"   AND ($6::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $6) "
-	"   AND r.shape OPERATOR(pg_catalog.<>) ALL ($9::pg_catalog.int8[]) "
-	" ORDER BY r.sort_key, r.queued_at, r.request_id LIMIT $8 FOR UPDATE OF r SKIP LOCKED",
+	TENANT_BATCH("", ""),
+	8, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID,
+		INT4OID}
+};
+
+static SchedStatement tenant_batch_shapes = {
+	TENANT_BATCH(", r.shape", "   AND r.shape OPERATOR(pg_catalog.<>) ALL ($9::pg_catalog.int8[]) "),
 	9, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID,
 		INT4OID, INT8ARRAYOID}
 };
@@ -190,7 +211,9 @@ typedef struct QueueScan
 	QueueTenant *tenants;
 	/* how many more requests the caller wants: a fetch locks at most that many */
 	int			want;
-	/* shapes the batches leave out (dispatch_next: they wait for capacity) */
+	/* dispatch_next: the batches read shapes and leave out those below (they wait for
+	 * capacity); claim_requests reads no shapes (*shape is 0) */
+	bool		with_shapes;
 	int64	   *excluded;
 	int			nexcluded;
 	int			excluded_size;
@@ -286,8 +309,10 @@ fetch_starving(QueueScan *q)
 	if (q->starving_queued_at == DT_NOBEGIN)
 		v[2] = Int64GetDatum(PG_INT64_MIN);
 	v[6] = Int32GetDatum(fetch_limit(q));
-	v[7] = excluded_shapes(q);
-	sched_spi_exec(&starving_batch, v, n, false, 0, SPI_OK_SELECT);
+	if (q->with_shapes)
+		v[7] = excluded_shapes(q);
+	sched_spi_exec(q->with_shapes ? &starving_batch_shapes : &starving_batch, v, n, false, 0,
+				   SPI_OK_SELECT);
 	q->starving_buffered = (int) SPI_processed;
 	q->starving_next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))
@@ -298,7 +323,7 @@ fetch_starving(QueueScan *q)
 		q->starving_keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
 		q->starving_keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
 		q->starving_tenant[i] = sched_spi_text((int) i, 2);
-		q->starving_shapes[i] = sched_spi_int64((int) i, 6);
+		q->starving_shapes[i] = q->with_shapes ? sched_spi_int64((int) i, 6) : 0;
 		q->starving_queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		q->starving_request_id = q->starving_buffer[i];
 	}
@@ -320,8 +345,10 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 	v[5] = text_or_null(q->capability, &n[5]);
 	v[6] = TimestampTzGetDatum(q->starving_cutoff);
 	v[7] = Int32GetDatum(fetch_limit(q));
-	v[8] = excluded_shapes(q);
-	sched_spi_exec(&tenant_batch, v, n, false, 0, SPI_OK_SELECT);
+	if (q->with_shapes)
+		v[8] = excluded_shapes(q);
+	sched_spi_exec(q->with_shapes ? &tenant_batch_shapes : &tenant_batch, v, n, false, 0,
+				   SPI_OK_SELECT);
 	t->buffered = (int) SPI_processed;
 	t->next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))
@@ -331,7 +358,7 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 		t->buffer[i] = sched_spi_int64((int) i, 1);
 		t->keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
 		t->keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
-		t->shapes[i] = sched_spi_int64((int) i, 6);
+		t->shapes[i] = q->with_shapes ? sched_spi_int64((int) i, 6) : 0;
 		t->sort_key = DatumGetFloat8(sched_spi_get((int) i, 2, &isnull));
 		t->queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		t->request_id = t->buffer[i];
@@ -674,6 +701,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	queue_begin(&q, at, capability, tenant);
+	q.with_shapes = true;
 	outer = CurrentMemoryContext;
 	per_request = AllocSetContextCreate(outer, "pg_sched dispatch_next request",
 										ALLOCSET_DEFAULT_SIZES);
