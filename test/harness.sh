@@ -3,11 +3,15 @@
 #
 #   harness.sh deps                 install the Debian packages that are missing
 #   harness.sh test [SUITE...]      deps, build, install, throwaway cluster, suites
-#                                   (unit regress isolation pgtap pgbench tap; default all)
+#                                   (unit regress pgtap pgbench upgrade e2e tap; default all)
 #   harness.sh demo                 deps, build, install, throwaway cluster, demo/demo.sql
 #   harness.sh bench                deps, build, install, throwaway cluster, bench/run.sh
-#   harness.sh up | down            start / stop a cluster and leave it (for development);
-#                                   `up` writes $SCHED_TMP/env to source (PGHOST, PGPORT, PGUSER)
+#   harness.sh up | down [NAME]     create (wiping $SCHED_TMP/NAME, default dev) / stop a
+#                                   cluster and leave it (for development); `up` writes
+#                                   $SCHED_TMP/env to source (PGHOST, PGPORT, PGUSER)
+#   harness.sh start [NAME]         start the existing cluster $SCHED_TMP/NAME again (for
+#                                   example `start demo` after `demo`), keeping its data, on
+#                                   a free port; rewrites $SCHED_TMP/env; stop it with `down`
 #
 # PostgreSQL refuses to run as root: as root the server runs as the OS user `postgres`
 # (created by Debian's server package).  The cluster lives in $SCHED_TMP (default
@@ -29,7 +33,7 @@ log() { printf '\n=== %s\n' "$*"; }
 deps() {
     [ -n "${SCHED_NO_BUILD:-}" ] && [ $# -eq 0 ] && return 0
     local pkgs=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-                libtap-parser-sourcehandler-pgtap-perl libipc-run-perl "$@")
+                libtap-parser-sourcehandler-pgtap-perl libipc-run-perl python3-psycopg "$@")
     local missing=() p
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -103,6 +107,32 @@ start_cluster() {
     log "cluster $name on 127.0.0.1:$PGPORT (data $CLUSTER_DATA)"
 }
 
+start_existing_cluster() {
+    # start_existing_cluster NAME: start $SCHED_TMP/NAME as it is (no initdb, nothing
+    # removed) on a free port, given on the command line so postgresql.conf is unchanged.
+    # A cluster that is already running is left as it is and its port reported.
+    local name=$1 pid_port
+    choose_tmp
+    CLUSTER_DATA="$SCHED_TMP/$name"
+    if [ ! -f "$CLUSTER_DATA/PG_VERSION" ]; then
+        echo "no cluster in $CLUSTER_DATA: create one with \`test/harness.sh up $name\`" \
+             "(or \`demo\` for the demo's), with the same SCHED_TMP" >&2
+        exit 1
+    fi
+    if as_run_user "$PGBIN/pg_ctl" -D "$CLUSTER_DATA" status >/dev/null 2>&1; then
+        pid_port=$(sed -n 4p "$CLUSTER_DATA/postmaster.pid")
+        PGPORT=$pid_port
+        log "cluster $name is already running on 127.0.0.1:$PGPORT (data $CLUSTER_DATA)"
+    else
+        PGPORT=$(free_port)
+        as_run_user "$PGBIN/pg_ctl" -D "$CLUSTER_DATA" -l "$SCHED_TMP/$name.log" -o "-p $PGPORT" \
+            -w -t 60 start >/dev/null
+        log "cluster $name started again on 127.0.0.1:$PGPORT (data $CLUSTER_DATA)"
+    fi
+    export PGHOST=127.0.0.1 PGPORT PGUSER=postgres PGDATABASE=postgres
+    printf 'export PGHOST=%s PGPORT=%s PGUSER=%s PGDATABASE=postgres\n' "$PGHOST" "$PGPORT" "$PGUSER" >"$SCHED_TMP/env"
+}
+
 stop_cluster() {
     if [ -n "$CLUSTER_DATA" ] && [ -f "$CLUSTER_DATA/postmaster.pid" ]; then
         as_run_user "$PGBIN/pg_ctl" -D "$CLUSTER_DATA" -m fast -w stop >/dev/null 2>&1 || true
@@ -143,6 +173,16 @@ suite_pgbench() {
     return $rc
 }
 
+suite_upgrade() {
+    # 0.1.0 with live data, ALTER EXTENSION UPDATE, compared with a fresh install
+    bash test/upgrade/run.sh
+}
+
+suite_e2e() {
+    # the examples/python worker and scheduler, end to end (test/e2e/python.sh)
+    bash test/e2e/python.sh
+}
+
 suite_tap() {
     local files=(test/t/*.pl)
     [ -e "${files[0]}" ] || { echo "no Perl TAP files"; return 1; }
@@ -180,7 +220,7 @@ case "$cmd" in
         build_install
         trap stop_cluster EXIT
         start_cluster test "fsync = off"
-        if [ $# -eq 0 ]; then set -- unit regress pgtap pgbench tap; fi
+        if [ $# -eq 0 ]; then set -- unit regress pgtap pgbench upgrade e2e tap; fi
         run_suites "$@"
         ;;
     demo)
@@ -198,6 +238,7 @@ case "$cmd" in
         start_cluster bench "shared_buffers = '1GB'" "max_connections = 100"
         bash bench/run.sh
         bash bench/diagnostics.sh
+        BENCH_APPEND=1 bash bench/full_fleet.sh
         cat bench/ANALYSIS.md >>bench/RESULTS.md   # what limits the targets not met
         ;;
     up)
@@ -206,13 +247,23 @@ case "$cmd" in
         start_cluster "${1:-dev}" "fsync = off"
         echo "source $SCHED_TMP/env   # then psql; stop with: test/harness.sh down ${1:-dev}"
         ;;
+    start)
+        start_existing_cluster "${1:-dev}"
+        echo "databases: $(psql -X -At -d postgres -c \
+            "SELECT string_agg(datname, ' ' ORDER BY datname) FROM pg_database WHERE NOT datistemplate")"
+        if [ "${1:-dev}" = demo ]; then
+            echo "source $SCHED_TMP/env && psql -d sched_demo   # stop with: SCHED_TMP=$SCHED_TMP bash test/harness.sh down demo"
+        else
+            echo "source $SCHED_TMP/env   # then psql; stop with: SCHED_TMP=$SCHED_TMP bash test/harness.sh down ${1:-dev}"
+        fi
+        ;;
     down)
         choose_tmp
         CLUSTER_DATA="$SCHED_TMP/${1:-dev}"
         stop_cluster
         ;;
     *)
-        echo "usage: $0 deps|test [suite...]|demo|bench|up [name]|down [name]" >&2
+        echo "usage: $0 deps|test [suite...]|demo|bench|up [name]|start [name]|down [name]" >&2
         exit 2
         ;;
 esac
