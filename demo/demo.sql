@@ -9,7 +9,10 @@
  *      and stale workers), registered through the public functions only;
  *   3. a burst of 400 requests from four tenants, some of them impossible, each
  *      dispatched with one call of sched.dispatch_attempt;
- *   4. what happened: outcomes, who got what, and why the rest wait.
+ *   4. what happened: outcomes, who got what, and why the rest wait (sched.pending,
+ *      grouped: waiting for capacity, or unable to run on the fleet as it is).
+ * It ends with the commands that start the demo's cluster again and open psql on it
+ * (test/harness.sh start demo).
  *
  * Everything happens at the fixed instant :t0 (heartbeats are placed relative to it), so
  * the output is the same at every run.  Only the public functions write to sched.*; the
@@ -326,24 +329,65 @@ SELECT coalesce(n.labels->>'tier', '-') AS tier, b.capability, count(*) AS attem
  WHERE b.outcome = 'DISPATCHED'
  GROUP BY 1, 2 ORDER BY 2, 1;
 
-\echo 'Why the rest wait: the PENDING requests grouped by last_reason (the summary that'
-\echo 'dispatch_attempt left on each UNSCHEDULABLE request; word-wrapped here):'
-\pset format unaligned
-\pset tuples_only on
-SELECT ' requests  capability  last_reason'
-UNION ALL
-SELECT ' --------  ----------  ' || repeat('-', 64);
-SELECT format(' %8s  %-10s  %s', count(*), r.capability,
-              replace(rtrim(replace(regexp_replace(r.last_reason, '(.{1,64})(, |; |$)', E'\\1\\2\n', 'g'),
-                                    E' \n', E'\n'),
-                            E'\n'),
-                      E'\n', E'\n' || repeat(' ', 23)))
-  FROM sched.request r
- WHERE r.state = 'PENDING'
- GROUP BY r.last_reason, r.capability
- ORDER BY count(*) DESC, r.last_reason;
-\pset format aligned
-\pset tuples_only off
+\echo 'Why the rest wait (sched.pending at t0: one row per waiting request, with a live'
+\echo 'explanation and blocked = none / transient / static):'
+SELECT b.blocked, count(p.request_id) AS requests,
+       count(p.request_id) FILTER (WHERE p.next_try_at > :'t0') AS backing_off,
+       b.meaning AS "what it means"
+  FROM (VALUES (1, 'none', 'some node admits it now: it waits for its turn'),
+               (2, 'transient', 'waits for capacity: the nodes that fit it are full'),
+               (3, 'static', 'cannot run on the fleet as it is: a static reason on every node'))
+       AS b(o, blocked, meaning)
+  LEFT JOIN sched.pending(:'t0') p USING (blocked)
+ GROUP BY b.o, b.blocked, b.meaning
+ ORDER BY b.o;
+
+\echo 'Only static requests back off (1 s doubling per try).  A transient one keeps its place'
+\echo 'in the queue and is placed by the first dispatch after capacity is released.'
+\echo
+\echo 'Grouped by what holds them back: the reasons on the nodes closest to admitting each'
+\echo 'request (those with the fewest static reasons), with how many nodes give each reason'
+\echo '(as counted in sched.pending.explanation); "kind" is the plan of part 3:'
+WITH transient(codes) AS (
+    VALUES ('{no_free_slot,cpu_exhausted,memory_exhausted,gpus_exhausted}'::text[])
+), reasons AS (         -- per waiting request and node: each reason (none where eligible)
+    SELECT p.request_id, p.capability, p.blocked, p.explanation, q.node_id, x.code,
+           x.code = ANY (t.codes) AS is_transient,
+           cardinality(array(SELECT c FROM unnest(q.reasons) c WHERE c <> ALL (t.codes))) AS statics
+      FROM sched.pending(:'t0') p
+     CROSS JOIN transient t
+     CROSS JOIN LATERAL sched.qualification_reasons(p.request_id, :'t0') q
+      LEFT JOIN LATERAL unnest(q.reasons) AS x(code) ON true
+), closest AS (         -- the request's nodes with the fewest static reasons
+    SELECT r.*, min(r.statics) OVER (PARTITION BY r.request_id) AS fewest FROM reasons r
+), held AS (           -- on those: the static reasons, or for a transient request what fills them
+    SELECT request_id, capability, blocked, explanation,
+           array_agg(DISTINCT code) FILTER (WHERE is_transient = (blocked = 'transient')) AS codes
+      FROM closest WHERE statics = fewest
+     GROUP BY 1, 2, 3, 4
+), counted AS (         -- "N code" from the explanation, per code held on
+    SELECT h.blocked, h.capability, h.codes, h.request_id, c.code,
+           substring(h.explanation FROM '(\d+) ' || c.code || '\M')::int AS nodes
+      FROM held h CROSS JOIN LATERAL unnest(h.codes) AS c(code)
+), per_code AS (
+    SELECT blocked, capability, codes, code, min(nodes) AS lo, max(nodes) AS hi
+      FROM counted GROUP BY 1, 2, 3, 4
+), groups AS (
+    SELECT h.blocked, h.capability, h.codes, count(*) AS requests,
+           string_agg(DISTINCT b.kind, ', ') AS kind
+      FROM held h JOIN burst b USING (request_id)
+     GROUP BY 1, 2, 3
+)
+SELECT g.blocked, g.requests, g.capability,
+       (SELECT string_agg(pc.code || ' ' || pc.lo || CASE WHEN pc.hi > pc.lo THEN '-' || pc.hi ELSE '' END,
+                          ', ' ORDER BY pc.hi DESC, pc.code)
+          FROM per_code pc
+         WHERE (pc.blocked, pc.capability, pc.codes) = (g.blocked, g.capability, g.codes))
+         AS "held back by (nodes)",
+       g.kind
+  FROM groups g
+ ORDER BY g.blocked = 'static', g.requests DESC, g.capability, g.kind
+ LIMIT 8;
 
 SELECT min(r.request_id) AS waiting_id
   FROM sched.request r JOIN burst b USING (request_id)
@@ -369,3 +413,34 @@ SELECT (SELECT count(*) FROM sched.node
        (SELECT count(*) FROM sched.request r
          WHERE (r.state = 'DISPATCHED') <> EXISTS (SELECT 1 FROM sched.attempt a
                                                     WHERE a.request_id = r.request_id)) AS request_attempt_mismatch;
+
+-- ---------------------------------------------------------------------------------
+-- The end: how to come back to this database
+-- ---------------------------------------------------------------------------------
+-- The harness stops the demo's cluster when the demo ends; its data directory stays.
+-- Its parent is the harness's SCHED_TMP, its name the cluster's (demo).
+SELECT regexp_replace(setting, '/[^/]+/?$', '') AS sched_tmp,
+       substring(setting FROM '([^/]+)/?$') AS cluster
+  FROM pg_settings WHERE name = 'data_directory' \gset
+\echo
+\echo '=============================================================================='
+\echo ' Explore it yourself'
+\echo '=============================================================================='
+\echo
+\echo 'The cluster stops when the demo ends; its data stays in' :sched_tmp/:cluster
+\echo 'Start it again (on a free port) and open psql on the demo database:'
+\echo
+\echo '    SCHED_TMP=':sched_tmp' bash test/harness.sh start' :cluster
+\echo '    source ':sched_tmp'/env && psql -d sched_demo'
+\echo
+\echo 'Everything above happened at t0 = ':t0', so ask the views for that'
+\echo 'instant (at now(), every heartbeat has long expired):'
+\echo
+\echo '    SELECT blocked, count(*) FROM sched.pending(':'t0'') GROUP BY 1;'
+\echo '    SELECT * FROM sched.pending(':'t0'') WHERE request_id = ':waiting_id' \\gx'
+\echo '    \\a \\t'
+\echo '    SELECT sched.explain(':waiting_id', ':'t0'');   -- a line per node, then the closest misses'
+\echo
+\echo 'Stop it with:'
+\echo
+\echo '    SCHED_TMP=':sched_tmp' bash test/harness.sh down' :cluster
