@@ -440,3 +440,20 @@ SELECT q.label, r.state, r.attempt_id IS NOT NULL AS has_attempt, a.node_id
   LEFT JOIN sched.attempt a ON a.attempt_id = r.attempt_id
  WHERE q.label <> 'C0'
  ORDER BY q.label;
+
+-- =================================================================================
+-- A read-only transaction (and so a hot standby) cannot dispatch or claim: 25006,
+-- naming the function, before anything is read
+-- =================================================================================
+BEGIN READ ONLY;
+SELECT * FROM sched.dispatch_next(10, at => '2024-01-01 12:10:00+00');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT * FROM sched.dispatch_attempt((SELECT min(request_id) FROM sched.request), at => '2024-01-01 12:10:00+00');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+BEGIN READ ONLY;
+SELECT * FROM sched.claim_requests(1, at => '2024-01-01 12:10:00+00');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;

@@ -44,6 +44,7 @@
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "miscadmin.h"
 
 PG_FUNCTION_INFO_V1(sched_queue_key);
 PG_FUNCTION_INFO_V1(sched_backend_slot);
@@ -496,6 +497,7 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 													TimestampTzGetDatum(at),
 													IntervalPGetDatum(ttl)));
 	claim = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
+	PreventCommandIfReadOnly("claim_requests");	/* a standby, or a read-only transaction */
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -696,6 +698,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 
 	sched_check_not_null(fcinfo, 3, "at");
 	at = PG_GETARG_TIMESTAMPTZ(3);
+	PreventCommandIfReadOnly("dispatch_next");	/* a standby, or a read-only transaction */
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)

@@ -962,6 +962,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "pg_sched: dispatch_attempt must return a composite type");
 	tupdesc = BlessTupleDesc(tupdesc);
+	PreventCommandIfReadOnly("dispatch_attempt");	/* a standby, or a read-only transaction */
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
