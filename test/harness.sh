@@ -15,8 +15,13 @@
 #
 # PostgreSQL refuses to run as root: as root the server runs as the OS user `postgres`
 # (created by Debian's server package).  The cluster lives in $SCHED_TMP (default
-# .tmp/ under the repo, or a directory under /tmp when `postgres` cannot reach the repo),
-# listens on 127.0.0.1 only, on a free port, and is stopped on exit, also on failure.
+# .tmp/ under the repo, or, when `postgres` cannot reach the repo, /tmp/pg_sched-<hash
+# of the repo's path>: the same directory for every command, so `down` finds what `up`
+# started), listens on 127.0.0.1 only, on a free port, and is stopped on exit, also on
+# failure.  The checkout itself may be unreadable to `postgres`: nothing the server or
+# the TAP tests read is taken from it.  `test` and `bench` remove their clusters' data
+# when they end, also on failure (the server logs stay in $SCHED_TMP); `demo` keeps its
+# cluster for `start demo`, `up` keeps its cluster until `down`.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,7 +69,8 @@ choose_tmp() {
         if [ "$(id -u)" -eq 0 ]; then
             chown "$RUN_USER" "$SCHED_TMP"
             if ! runuser -u "$RUN_USER" -- test -w "$SCHED_TMP"; then
-                SCHED_TMP=$(mktemp -d /tmp/pg_sched.XXXXXX)
+                rmdir "$SCHED_TMP" 2>/dev/null || true
+                SCHED_TMP=/tmp/pg_sched-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)
             fi
         fi
     fi
@@ -139,6 +145,14 @@ stop_cluster() {
     fi
 }
 
+# On exit of a throwaway run (test, bench): stop the cluster and remove what the run
+# made but its logs: the cluster's data, the TAP tests' clusters.
+remove_cluster() {
+    stop_cluster
+    [ -n "$CLUSTER_DATA" ] && rm -rf "$CLUSTER_DATA"
+    rm -rf "$SCHED_TMP/tap/t" "$SCHED_TMP"/tap/tmp_check/t_*_data
+}
+
 # ---- suites ---------------------------------------------------------------------------
 # Each suite returns non-zero on failure; run_suites counts them.
 
@@ -187,15 +201,17 @@ suite_tap() {
     local files=(test/t/*.pl)
     [ -e "${files[0]}" ] || { echo "no Perl TAP files"; return 1; }
     local tapdir="$SCHED_TMP/tap"
-    rm -rf "$tapdir/tmp_check"      # a failed run keeps its clusters there
-    mkdir -p "$tapdir"
-    [ "$(id -u)" -eq 0 ] && chown "$RUN_USER" "$tapdir"
+    rm -rf "$tapdir/tmp_check" "$tapdir/t"     # what an earlier run left
+    mkdir -p "$tapdir/t"
     # TAP tests start their own clusters (PostgreSQL::Test::Cluster), so they run as the
-    # unprivileged user, with their scratch files in $tapdir.
-    as_run_user env PATH="$PGBIN:$PATH" PERL5LIB="$PGXS_DIR/src/test/perl" \
+    # unprivileged user, with their scratch files in $tapdir, and from a copy of the test
+    # files there: the checkout may be a directory that user cannot read.
+    cp "${files[@]}" "$tapdir/t/"
+    [ "$(id -u)" -eq 0 ] && chown -R "$RUN_USER" "$tapdir"
+    (cd "$tapdir" && as_run_user env PATH="$PGBIN:$PATH" PERL5LIB="$PGXS_DIR/src/test/perl" \
         PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" TESTDIR="$tapdir" \
         PGHOST= PGPORT= PGUSER= PGDATABASE= \
-        prove --timer "${files[@]/#/$ROOT/}"
+        prove --timer t/*.pl)
 }
 
 run_suites() {
@@ -218,7 +234,7 @@ case "$cmd" in
     test)
         deps
         build_install
-        trap stop_cluster EXIT
+        trap remove_cluster EXIT
         start_cluster test "fsync = off"
         if [ $# -eq 0 ]; then set -- unit regress pgtap pgbench upgrade e2e tap; fi
         run_suites "$@"
@@ -234,7 +250,7 @@ case "$cmd" in
     bench)
         deps gnuplot-nox
         build_install
-        trap stop_cluster EXIT
+        trap remove_cluster EXIT
         start_cluster bench "shared_buffers = '1GB'" "max_connections = 100"
         bash bench/run.sh
         bash bench/diagnostics.sh

@@ -21,8 +21,9 @@
 #
 # Installs python3-psycopg (Debian) when no python3 can import psycopg.  Databases
 # sched_e2e_py_default and sched_e2e_py_kill are (re)created and left for inspection;
-# logs and audit files are in a directory under /tmp, printed at the start.  Every
-# process started here is stopped at the end, also on failure.
+# logs and audit files are in a directory under /tmp, printed at the start and removed
+# when every check passed.  Every process started here is stopped at the end, also on
+# failure.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -83,6 +84,7 @@ on_exit() {
             tail -n 15 "$f" >&2
         done
     fi
+    [ $rc -eq 0 ] && rm -rf "$WORK"      # kept on failure, with its logs
     exit $rc
 }
 trap on_exit EXIT
