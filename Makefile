@@ -11,7 +11,13 @@ EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*
 
 MODULE_big = $(EXTENSION)
 OBJS       = $(patsubst %.c,%.o,$(wildcard src/*.c))
-DATA       = $(wildcard sql/$(EXTENSION)--*.sql)
+
+# The install script of the version in the making is built from one piece per stage,
+# sql/install/*.sql, in the order of their names; released install scripts and every
+# upgrade script are files of their own.
+INSTALL_PIECES = $(sort $(wildcard sql/install/*.sql))
+DATA_built     = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA           = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
 
 PG_CPPFLAGS = -Iinclude
 PG_CFLAGS   = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
@@ -41,6 +47,9 @@ endif
 
 # PGXS does not track header dependencies: every object depends on every header.
 $(OBJS): $(wildcard include/*.h)
+
+$(DATA_built): $(INSTALL_PIECES)
+	cat $(INSTALL_PIECES) >$@
 
 .PHONY: test demo deps bench unit
 test demo deps bench:

@@ -1,0 +1,503 @@
+-- sql/install/20_work.sql — the work: tenants, executions, requests, attempts, commands and the timeline, and submitting and closing executions
+-- A piece of pg_sched--0.2.0.sql, which the Makefile builds from sql/install/*.sql in
+-- the order of their names.
+
+-- ---------------------------------------------------------------------------------
+-- Work
+-- ---------------------------------------------------------------------------------
+
+CREATE TABLE sched.tenant (
+    tenant  text COLLATE "C" PRIMARY KEY,
+    weight  int NOT NULL DEFAULT 1 CONSTRAINT tenant_weight_positive CHECK (weight > 0)
+);
+COMMENT ON TABLE sched.tenant IS 'Tenant weights for fair share (a tenant not listed has weight 1).';
+
+CREATE TABLE sched.execution (
+    execution_id    uuid PRIMARY KEY,
+    tenant          text NOT NULL,
+    status          text NOT NULL DEFAULT 'QUEUED'
+                    CONSTRAINT execution_status_valid
+                    CHECK (status IN ('CREATED', 'QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED')),
+    created_at      timestamptz NOT NULL,
+    updated_at      timestamptz NOT NULL,
+    finished_at     timestamptz
+);
+
+CREATE SEQUENCE sched.request_id_seq;
+
+CREATE TABLE sched.request (
+    request_id          bigint PRIMARY KEY DEFAULT nextval('sched.request_id_seq'),
+    execution_id        uuid NOT NULL REFERENCES sched.execution (execution_id),
+    step_id             uuid NOT NULL,
+    attempt_number      int NOT NULL CONSTRAINT request_attempt_number_positive CHECK (attempt_number >= 1),
+    tenant              text COLLATE "C" NOT NULL,
+    priority            int NOT NULL DEFAULT 0,
+    capability          text NOT NULL,
+    capability_version  text NOT NULL,
+    required_labels     jsonb NOT NULL DEFAULT '{}',
+    preferred_labels    jsonb NOT NULL DEFAULT '{}',
+    min_cpu_millis      int NOT NULL DEFAULT 0,
+    min_memory_mb       bigint NOT NULL DEFAULT 0,
+    min_gpus            int NOT NULL DEFAULT 0,
+    reserve_cpu_millis  int NOT NULL DEFAULT 0,
+    reserve_memory_mb   bigint NOT NULL DEFAULT 0,
+    reserve_gpus        int NOT NULL DEFAULT 0,
+    node_id             text COLLATE "C",
+    max_attempts        int NOT NULL DEFAULT 3,
+    state               text NOT NULL DEFAULT 'PENDING'
+                        CONSTRAINT request_state_valid
+                        CHECK (state IN ('PENDING', 'CLAIMED', 'DISPATCHED', 'CANCELLED')),
+    queued_at           timestamptz NOT NULL,
+    available_at        timestamptz NOT NULL,
+    claim_id            uuid,
+    claimed_until       timestamptz,
+    tries               int NOT NULL DEFAULT 0,
+    last_reason         text,
+    attempt_id          uuid,
+    submitted_at        timestamptz NOT NULL DEFAULT now(),
+    -- queue order within a tenant, ascending: epoch(queued_at) - priority * aging_interval
+    -- (linear aging as a static key, SPEC section 7; aging_interval as set at submit)
+    sort_key            double precision NOT NULL DEFAULT 0,
+    -- a retry avoids the node that lost or failed the previous attempt, when it can
+    avoid_node_id       text COLLATE "C",
+    -- the application's payload, carried by retries and by the worker's START command
+    payload             jsonb,
+    -- what admission looks at (capability, version, required labels, minimums,
+    -- reservations, pinned node), hashed, each text length-prefixed: requests of one
+    -- shape are admitted by exactly the same nodes, so dispatch_next judges a shape once
+    -- (see src/queue.c).  Built-in functions only, so inserting needs no extra grant.
+    shape               bigint NOT NULL GENERATED ALWAYS AS (pg_catalog.hashtextextended(
+                            pg_catalog.length(capability)::text || ':' || capability
+                            || pg_catalog.length(capability_version)::text || ':' || capability_version
+                            || pg_catalog.length(required_labels::text)::text || ':' || required_labels::text
+                            || min_cpu_millis::text || ',' || min_memory_mb::text || ','
+                            || min_gpus::text || ',' || reserve_cpu_millis::text || ','
+                            || reserve_memory_mb::text || ',' || reserve_gpus::text || ','
+                            || coalesce(pg_catalog.length(node_id)::text || ':' || node_id, '-'),
+                            0)) STORED,
+    CONSTRAINT request_one_per_step_attempt UNIQUE (step_id, attempt_number),
+    CONSTRAINT request_amounts_nonnegative CHECK (
+        min_cpu_millis >= 0 AND min_memory_mb >= 0 AND min_gpus >= 0 AND
+        reserve_cpu_millis >= 0 AND reserve_memory_mb >= 0 AND reserve_gpus >= 0),
+    CONSTRAINT request_claim_consistent CHECK ((state = 'CLAIMED') = (claim_id IS NOT NULL))
+);
+ALTER SEQUENCE sched.request_id_seq OWNED BY sched.request.request_id;
+COMMENT ON TABLE sched.request IS 'Scheduling requests: one per (step, attempt number), in the queue until dispatched or cancelled.';
+-- queue order: per tenant by (sort_key, queued_at, request_id); starving requests by age
+CREATE INDEX request_queue_idx ON sched.request (tenant, sort_key, queued_at, request_id)
+    WHERE state IN ('PENDING', 'CLAIMED');
+CREATE INDEX request_age_idx ON sched.request (queued_at, request_id)
+    WHERE state IN ('PENDING', 'CLAIMED');
+CREATE INDEX request_claim_idx ON sched.request (claimed_until) WHERE state = 'CLAIMED';
+-- the shapes of the open requests, and each one's ready requests (dispatch_next)
+CREATE INDEX request_shape_idx ON sched.request (shape, available_at)
+    WHERE state IN ('PENDING', 'CLAIMED');
+CREATE INDEX request_execution_idx ON sched.request (execution_id);
+
+-- attempt, command and timeline rows are written only by the reservation transaction
+-- and the lifecycle functions, which hold locks on the request, execution, worker and
+-- node they reference (none of which is ever deleted).  They carry no foreign keys:
+-- the referential checks would cost more than the rest of the reservation's writes.
+CREATE TABLE sched.attempt (
+    attempt_id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    request_id          bigint NOT NULL,
+    execution_id        uuid NOT NULL,
+    step_id             uuid NOT NULL,
+    attempt_number      int NOT NULL,
+    tenant              text COLLATE "C" NOT NULL,
+    node_id             text COLLATE "C" NOT NULL,
+    worker_id           uuid NOT NULL,
+    worker_generation   bigint NOT NULL,
+    lease_version       bigint NOT NULL DEFAULT 1,
+    status              text NOT NULL DEFAULT 'DISPATCHED'
+                        CONSTRAINT attempt_status_valid
+                        CHECK (status IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST')),
+    reserve_cpu_millis  int NOT NULL,
+    reserve_memory_mb   bigint NOT NULL,
+    reserve_gpus        int NOT NULL,
+    score               bigint NOT NULL,
+    dispatched_at       timestamptz NOT NULL,
+    started_at          timestamptz,
+    lease_expires_at    timestamptz NOT NULL,
+    finished_at         timestamptz,
+    detail              jsonb,
+    CONSTRAINT attempt_one_per_step_attempt UNIQUE (step_id, attempt_number),
+    CONSTRAINT attempt_finished_when_terminal
+        CHECK ((status IN ('DISPATCHED', 'RUNNING')) = (finished_at IS NULL))
+);
+COMMENT ON TABLE sched.attempt IS 'Attempts: a reservation of one worker slot and node resources while DISPATCHED or RUNNING.';
+CREATE INDEX attempt_live_worker_idx ON sched.attempt (worker_id) WHERE status IN ('DISPATCHED', 'RUNNING');
+CREATE INDEX attempt_live_lease_idx ON sched.attempt (lease_expires_at) WHERE status IN ('DISPATCHED', 'RUNNING');
+CREATE INDEX attempt_execution_idx ON sched.attempt (execution_id);
+-- recent dispatches (sched.queue_stats)
+CREATE INDEX attempt_dispatched_at_idx ON sched.attempt (dispatched_at);
+
+/* Live attempts per tenant, for fair share (dispatch_next reads them at every call):
+ * counting the attempts costs as much as there are live ones, so triggers on
+ * sched.attempt keep sums instead.  One row per (tenant, backend slot): the rows a
+ * transaction changes belong to its own backend slot (sched._backend_slot()), which no
+ * concurrent transaction has, so dispatchers never wait for one another here.
+ * Invariant: sum(live) per tenant = its attempts in DISPATCHED or RUNNING. */
+CREATE TABLE sched.tenant_live (
+    tenant  text COLLATE "C" NOT NULL,
+    backend int NOT NULL,
+    live    bigint NOT NULL,
+    PRIMARY KEY (tenant, backend)
+);
+COMMENT ON TABLE sched.tenant_live IS 'Live attempts per tenant, summed by trigger over sched.attempt in one row per backend slot; sum(live) per tenant is its live attempts.';
+
+CREATE FUNCTION sched._backend_slot()
+RETURNS int
+AS 'MODULE_PATHNAME', 'sched_backend_slot'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sched._attempt_live_changed()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        DELETE FROM sched.tenant_live;
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO sched.tenant_live AS l (tenant, backend, live)
+        SELECT n.tenant, sched._backend_slot(), count(*) FROM new_rows n
+         WHERE n.status IN ('DISPATCHED', 'RUNNING') GROUP BY n.tenant
+        ON CONFLICT (tenant, backend) DO UPDATE SET live = l.live + excluded.live;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO sched.tenant_live AS l (tenant, backend, live)
+        SELECT o.tenant, sched._backend_slot(), -count(*) FROM old_rows o
+         WHERE o.status IN ('DISPATCHED', 'RUNNING') GROUP BY o.tenant
+        ON CONFLICT (tenant, backend) DO UPDATE SET live = l.live + excluded.live;
+    ELSE
+        INSERT INTO sched.tenant_live AS l (tenant, backend, live)
+        SELECT d.tenant, sched._backend_slot(), sum(d.delta) FROM (
+            SELECT n.tenant, 1 AS delta FROM new_rows n WHERE n.status IN ('DISPATCHED', 'RUNNING')
+            UNION ALL
+            SELECT o.tenant, -1 FROM old_rows o WHERE o.status IN ('DISPATCHED', 'RUNNING')) d
+         GROUP BY d.tenant HAVING sum(d.delta) <> 0
+        ON CONFLICT (tenant, backend) DO UPDATE SET live = l.live + excluded.live;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER attempt_live_inserted AFTER INSERT ON sched.attempt
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
+CREATE TRIGGER attempt_live_updated AFTER UPDATE ON sched.attempt
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
+CREATE TRIGGER attempt_live_deleted AFTER DELETE ON sched.attempt
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
+CREATE TRIGGER attempt_live_truncated AFTER TRUNCATE ON sched.attempt
+    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
+ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_inserted;
+ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_updated;
+ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_deleted;
+ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_truncated;
+
+CREATE SEQUENCE sched.command_id_seq;
+
+CREATE TABLE sched.command (
+    command_id          bigint PRIMARY KEY DEFAULT nextval('sched.command_id_seq'),
+    worker_id           uuid NOT NULL,
+    worker_generation   bigint NOT NULL,
+    kind                text NOT NULL CONSTRAINT command_kind_valid CHECK (kind IN ('START', 'CANCEL')),
+    attempt_id          uuid NOT NULL,
+    lease_version       bigint NOT NULL,
+    request_id          bigint NOT NULL,
+    created_at          timestamptz NOT NULL,
+    delivered_at        timestamptz
+);
+ALTER SEQUENCE sched.command_id_seq OWNED BY sched.command.command_id;
+COMMENT ON TABLE sched.command IS 'Commands for workers (START, CANCEL), each delivered once to the generation it was made for.';
+CREATE INDEX command_undelivered_idx ON sched.command (worker_id, command_id) WHERE delivered_at IS NULL;
+
+CREATE SEQUENCE sched.timeline_id_seq;
+
+CREATE TABLE sched.timeline (
+    timeline_id     bigint PRIMARY KEY DEFAULT nextval('sched.timeline_id_seq'),
+    execution_id    uuid NOT NULL,
+    milestone_key   text NOT NULL,
+    stage           text NOT NULL,
+    step_id         uuid,
+    attempt_number  int,
+    attempt_id      uuid,
+    state           text NOT NULL,
+    component       text NOT NULL,
+    title           text NOT NULL,
+    detail          jsonb,
+    at              timestamptz NOT NULL,
+    CONSTRAINT timeline_milestone_once UNIQUE (execution_id, milestone_key)
+);
+ALTER SEQUENCE sched.timeline_id_seq OWNED BY sched.timeline.timeline_id;
+COMMENT ON TABLE sched.timeline IS 'Milestones of each execution, appended once each (idempotent on milestone_key).';
+
+-- pg_dump keeps the queue and what happened to it.
+SELECT pg_catalog.pg_extension_config_dump('sched.tenant', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.execution', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.request', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.request_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.attempt', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.tenant_live', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.command', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.command_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.timeline', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.timeline_id_seq', '');
+
+/* set_tenant_weight: a tenant's fair-share weight (a tenant not listed has 1). */
+CREATE FUNCTION sched.set_tenant_weight(tenant text, weight int)
+RETURNS sched.tenant
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.tenant;
+BEGIN
+    PERFORM sched._require_text(tenant, 'tenant');
+    PERFORM sched._require(weight, 'weight');
+    IF weight <= 0 THEN
+        RAISE EXCEPTION 'parameter "weight" must be positive: %', weight
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO sched.tenant AS t (tenant, weight) VALUES (set_tenant_weight.tenant, set_tenant_weight.weight)
+    ON CONFLICT ON CONSTRAINT tenant_pkey DO UPDATE SET weight = excluded.weight
+    RETURNING * INTO result;
+    RETURN result;
+END
+$$;
+
+-- ---------------------------------------------------------------------------------
+-- Timeline
+-- ---------------------------------------------------------------------------------
+
+/* Appends one milestone; a milestone_key already recorded for the execution is kept as is. */
+CREATE FUNCTION sched._milestone(
+    execution_id uuid, milestone_key text, stage text, step_id uuid, attempt_number int,
+    attempt_id uuid, state text, component text, title text, detail jsonb, at timestamptz)
+RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number,
+                                attempt_id, state, component, title, detail, at)
+    VALUES (execution_id, milestone_key, stage, step_id, attempt_number,
+            attempt_id, state, component, title, detail, at)
+    ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING
+$$;
+
+-- ---------------------------------------------------------------------------------
+-- Work
+-- ---------------------------------------------------------------------------------
+
+/*
+ * submit: queues one attempt of one step.  Idempotent on (step_id, attempt_number): a
+ * repeated call returns the existing request_id and changes nothing.  Creates the
+ * execution (QUEUED, with this tenant) at its first submit.  A request is ready from
+ * available_at, which is also its queued_at (backoffs move available_at only).  payload
+ * is the application's: stored as given, carried by retries and by the START command.
+ * Locks: the execution row (FOR SHARE, so cancel/complete cannot interleave).
+ */
+CREATE FUNCTION sched.submit(
+    execution_id uuid,
+    step_id uuid,
+    capability text,
+    capability_version text,
+    attempt_number int DEFAULT 1,
+    tenant text DEFAULT 'default',
+    priority int DEFAULT 0,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    max_attempts int DEFAULT 3,
+    available_at timestamptz DEFAULT now(),
+    payload jsonb DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    existing sched.request;
+    new_id bigint;
+BEGIN
+    PERFORM sched._require(execution_id, 'execution_id');
+    PERFORM sched._require(step_id, 'step_id');
+    PERFORM sched._require_text(capability, 'capability');
+    PERFORM sched._require_text(capability_version, 'capability_version');
+    PERFORM sched._require(attempt_number, 'attempt_number');
+    IF attempt_number < 1 THEN
+        RAISE EXCEPTION 'parameter "attempt_number" must be at least 1: %', attempt_number
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sched._require_text(tenant, 'tenant');
+    PERFORM sched._require(priority, 'priority');
+    PERFORM sched._require(required_labels, 'required_labels');
+    PERFORM sched._check_labels(required_labels, 'required_labels');
+    PERFORM sched._require(preferred_labels, 'preferred_labels');
+    PERFORM sched._check_labels(preferred_labels, 'preferred_labels');
+    PERFORM sched._check_nonnegative(sched._require(min_cpu_millis, 'min_cpu_millis'), 'min_cpu_millis');
+    PERFORM sched._check_nonnegative(sched._require(min_memory_mb, 'min_memory_mb'), 'min_memory_mb');
+    PERFORM sched._check_nonnegative(sched._require(min_gpus, 'min_gpus'), 'min_gpus');
+    PERFORM sched._check_nonnegative(sched._require(reserve_cpu_millis, 'reserve_cpu_millis'), 'reserve_cpu_millis');
+    PERFORM sched._check_nonnegative(sched._require(reserve_memory_mb, 'reserve_memory_mb'), 'reserve_memory_mb');
+    PERFORM sched._check_nonnegative(sched._require(reserve_gpus, 'reserve_gpus'), 'reserve_gpus');
+    IF node_id = '' THEN
+        RAISE EXCEPTION 'parameter "node_id" must not be empty'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass NULL for a request that is not pinned to a node.';
+    END IF;
+    PERFORM sched._require(max_attempts, 'max_attempts');
+    IF max_attempts < 1 THEN
+        RAISE EXCEPTION 'parameter "max_attempts" must be at least 1: %', max_attempts
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM sched._require(available_at, 'available_at');
+
+    INSERT INTO sched.execution AS e (execution_id, tenant, status, created_at, updated_at)
+    VALUES (submit.execution_id, submit.tenant, 'QUEUED', now(), now())
+    ON CONFLICT ON CONSTRAINT execution_pkey DO NOTHING;
+    PERFORM 1 FROM sched.execution e WHERE e.execution_id = submit.execution_id FOR SHARE;
+
+    SELECT * INTO existing FROM sched.request r
+     WHERE r.step_id = submit.step_id AND r.attempt_number = submit.attempt_number;
+    IF FOUND THEN
+        IF existing.execution_id <> submit.execution_id THEN
+            RAISE EXCEPTION 'step % attempt % belongs to execution %, not %',
+                step_id, attempt_number, existing.execution_id, execution_id
+                USING ERRCODE = 'unique_violation';
+        END IF;
+        RETURN existing.request_id;
+    END IF;
+
+    INSERT INTO sched.request AS r (
+        execution_id, step_id, attempt_number, tenant, priority, capability, capability_version,
+        required_labels, preferred_labels, min_cpu_millis, min_memory_mb, min_gpus,
+        reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts,
+        state, queued_at, available_at, sort_key, payload)
+    VALUES (
+        submit.execution_id, submit.step_id, submit.attempt_number, submit.tenant, submit.priority,
+        submit.capability, submit.capability_version, submit.required_labels, submit.preferred_labels,
+        submit.min_cpu_millis, submit.min_memory_mb, submit.min_gpus, submit.reserve_cpu_millis,
+        submit.reserve_memory_mb, submit.reserve_gpus, submit.node_id, submit.max_attempts,
+        'PENDING', submit.available_at, submit.available_at,
+        sched._queue_key(submit.priority, submit.available_at), submit.payload)
+    ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING
+    RETURNING r.request_id INTO new_id;
+
+    IF new_id IS NULL THEN
+        -- a concurrent submit of the same step and attempt won: return its request
+        SELECT r.request_id INTO new_id FROM sched.request r
+         WHERE r.step_id = submit.step_id AND r.attempt_number = submit.attempt_number;
+        RETURN new_id;
+    END IF;
+
+    PERFORM sched._milestone(submit.execution_id,
+        format('step.queued:%s:%s', submit.step_id, submit.attempt_number),
+        'SCHEDULING', submit.step_id, submit.attempt_number, NULL, 'QUEUED', 'Queue',
+        'Queued for scheduling',
+        jsonb_build_object('request_id', new_id, 'capability', submit.capability,
+                           'capability_version', submit.capability_version, 'tenant', submit.tenant,
+                           'priority', submit.priority),
+        submit.available_at);
+    RETURN new_id;
+END
+$$;
+
+/*
+ * Locks an execution (FOR UPDATE) for the application's transition to `target` and
+ * returns its status: `target` itself when it is there already (the caller returns, the
+ * call being idempotent), else an open status.  Unknown id: 42704; closed otherwise: 55000.
+ */
+CREATE FUNCTION sched._lock_execution_for(execution_id uuid, target text)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur text;
+BEGIN
+    PERFORM sched._require(execution_id, 'execution_id');
+    SELECT e.status INTO cur FROM sched.execution e
+     WHERE e.execution_id = _lock_execution_for.execution_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('execution', execution_id::text);
+    END IF;
+    IF cur <> target AND cur NOT IN ('CREATED', 'QUEUED', 'RUNNING') THEN
+        RAISE EXCEPTION 'execution % is already closed as %', execution_id, cur
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    RETURN cur;
+END
+$$;
+
+/*
+ * complete_execution: the application declares the execution done.  Refused (55000) while
+ * a request of it is pending or claimed or an attempt is live.  Idempotent on SUCCEEDED.
+ */
+CREATE FUNCTION sched.complete_execution(execution_id uuid, at timestamptz DEFAULT now())
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur text;
+BEGIN
+    PERFORM sched._require(at, 'at');
+    cur := sched._lock_execution_for(execution_id, 'SUCCEEDED');
+    IF cur = 'SUCCEEDED' THEN
+        RETURN cur;
+    END IF;
+    IF EXISTS (SELECT 1 FROM sched.request r
+                WHERE r.execution_id = complete_execution.execution_id
+                  AND r.state IN ('PENDING', 'CLAIMED'))
+       OR EXISTS (SELECT 1 FROM sched.attempt a
+                   WHERE a.execution_id = complete_execution.execution_id
+                     AND a.status IN ('DISPATCHED', 'RUNNING')) THEN
+        RAISE EXCEPTION 'execution % still has pending requests or live attempts', execution_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Finish or cancel its work first, or call cancel_execution.';
+    END IF;
+    UPDATE sched.execution e SET status = 'SUCCEEDED', updated_at = at, finished_at = at
+     WHERE e.execution_id = complete_execution.execution_id;
+    PERFORM sched._milestone(complete_execution.execution_id, 'execution.succeeded', 'EXECUTION',
+        NULL, NULL, NULL, 'SUCCEEDED', 'Application', 'Execution completed', NULL, at);
+    RETURN 'SUCCEEDED';
+END
+$$;
+
+/*
+ * cancel_execution: marks the execution CANCELLED, cancels its pending and claimed
+ * requests, and sends a CANCEL command to the worker of each live attempt (the attempt
+ * stays live until the worker finishes it or its lease expires).  Idempotent.
+ * Locks: the execution row (FOR UPDATE), then its open requests with SKIP LOCKED: a
+ * request locked by a dispatcher is left to it, and that dispatcher, which must lock the
+ * execution after the request, sees CANCELLED and cancels the request itself
+ * (EXECUTION_CLOSED).  It never waits for a request while holding the execution.
+ */
+CREATE FUNCTION sched.cancel_execution(execution_id uuid, at timestamptz DEFAULT now())
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cur text;
+BEGIN
+    PERFORM sched._require(at, 'at');
+    cur := sched._lock_execution_for(execution_id, 'CANCELLED');
+    IF cur = 'CANCELLED' THEN
+        RETURN cur;
+    END IF;
+    PERFORM sched._close_execution(cancel_execution.execution_id, 'CANCELLED', at);
+    RETURN 'CANCELLED';
+END
+$$;
+

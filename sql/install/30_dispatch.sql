@@ -1,0 +1,134 @@
+-- sql/install/30_dispatch.sql — placement, reservation and the queue: the C functions of src/selection.c, src/reservation.c and src/queue.c
+-- A piece of pg_sched--0.2.0.sql, which the Makefile builds from sql/install/*.sql in
+-- the order of their names.
+
+-- ---------------------------------------------------------------------------------
+-- Placement and reservation (C)
+-- ---------------------------------------------------------------------------------
+
+CREATE FUNCTION sched.select_candidate(
+    capability text,
+    capability_version text,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    heartbeat_ttl interval DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.candidate
+AS 'MODULE_PATHNAME', 'sched_select_candidate'
+LANGUAGE C STABLE ROWS 1;
+
+CREATE FUNCTION sched.rank_candidates(
+    capability text,
+    capability_version text,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    heartbeat_ttl interval DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.ranked_candidate
+AS 'MODULE_PATHNAME', 'sched_rank_candidates'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION sched.qualification_reasons(
+    capability text,
+    capability_version text,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    heartbeat_ttl interval DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.qualification
+AS 'MODULE_PATHNAME', 'sched_qualification_reasons'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION sched.qualification_reasons(request_id bigint, at timestamptz DEFAULT now())
+RETURNS SETOF sched.qualification
+AS 'MODULE_PATHNAME', 'sched_qualification_reasons_for_request'
+LANGUAGE C STABLE;
+
+CREATE FUNCTION sched.dispatch_attempt(
+    request_id bigint,
+    claim_id uuid DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS sched.dispatch_result
+AS 'MODULE_PATHNAME', 'sched_dispatch_attempt'
+LANGUAGE C VOLATILE;
+
+/* The bigint key of the advisory lock dispatch takes on (step_id, attempt_number), as
+ * shown in pg_locks (classid = high 32 bits, objid = low 32 bits, objsubid = 1). */
+CREATE FUNCTION sched.step_lock_key(step_id uuid, attempt_number int)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'sched_step_lock_key'
+LANGUAGE C IMMUTABLE STRICT;
+
+-- ---------------------------------------------------------------------------------
+-- Queue (C, src/queue.c): queue order of SPEC section 7, served from request_queue_idx
+-- and request_age_idx.
+-- ---------------------------------------------------------------------------------
+
+/*
+ * claim_requests: hands up to max_requests ready requests, in queue order, to a scheduler
+ * that decides placement itself; it must dispatch each with dispatch_attempt(request_id,
+ * claim_id) before claimed_until.  An expired claim returns the request to the queue.
+ * Locks: each claimed request row (SKIP LOCKED: claimers never wait for each other).
+ */
+CREATE FUNCTION sched.claim_requests(
+    max_requests int DEFAULT 1,
+    claim_ttl interval DEFAULT '30 s',
+    capability text DEFAULT NULL,
+    tenant text DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.claim
+AS 'MODULE_PATHNAME', 'sched_claim_requests'
+LANGUAGE C VOLATILE;
+
+/*
+ * dispatch_next: takes ready requests in queue order and dispatches each through the
+ * reservation transaction of dispatch_attempt, until max_dispatches are DISPATCHED or a
+ * bounded number of requests was tried.  Returns one row per request tried, in order.
+ * Requests of a shape that waits for capacity (no node admits it, some only for
+ * transient reasons) are not tried: they keep their place and are taken by the first
+ * call after capacity frees (src/queue.c).
+ */
+CREATE FUNCTION sched.dispatch_next(
+    max_dispatches int DEFAULT 1,
+    capability text DEFAULT NULL,
+    tenant text DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.dispatch_result
+AS 'MODULE_PATHNAME', 'sched_dispatch_next_0_2'
+LANGUAGE C VOLATILE;
+
+-- ---------------------------------------------------------------------------------
+-- Dispatch counters (src/counters.c)
+-- ---------------------------------------------------------------------------------
+
+/* Cluster-wide since the server started (NULLs without preloading): requests dispatch
+ * calls took up, placements made, conflicts met (candidates skipped because another
+ * transaction held them, or refused by the re-check under lock), and better candidates
+ * not tried because concurrent dispatches were reserving on them (held_passed). */
+CREATE FUNCTION sched._dispatch_counters(OUT calls bigint, OUT placements bigint,
+                                         OUT conflicts bigint, OUT held_passed bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'sched_dispatch_counters'
+LANGUAGE C VOLATILE;
+

@@ -1,0 +1,372 @@
+-- sql/install/50_diagnostics.sql — diagnostics for operators: the views and explain (src/diagnostics.c)
+-- A piece of pg_sched--0.2.0.sql, which the Makefile builds from sql/install/*.sql in
+-- the order of their names.
+
+-- ---------------------------------------------------------------------------------
+-- Diagnostics for operators (read-only; they answer on a hot standby too)
+-- ---------------------------------------------------------------------------------
+
+/* (request_id, explanation, blocked) for every PENDING or CLAIMED request, computed by
+ * the admission routine of dispatch over the current fleet (src/diagnostics.c). */
+CREATE FUNCTION sched._pending_explanations(at timestamptz)
+RETURNS TABLE (request_id bigint, explanation text, blocked text)
+AS 'MODULE_PATHNAME', 'sched_pending_explanations'
+LANGUAGE C STABLE;
+
+/*
+ * Each view below is a thin wrapper over a function of the same name taking `at` (the
+ * time the answer is computed for), so tests and reports can pass a fixed time:
+ *   SELECT * FROM sched.pending;                 -- now
+ *   SELECT * FROM sched.pending('2026-01-01 12:00+00');
+ */
+
+CREATE FUNCTION sched.node_overview(at timestamptz)
+RETURNS TABLE (node_id text, status text, workers int, workers_ready int, worker_states text,
+               heartbeat_age interval, cpu_millis int, cpu_reserved int, cpu_free int,
+               memory_mb bigint, memory_reserved_mb bigint, memory_free_mb bigint,
+               gpus int, gpus_reserved int, gpus_free int, slots int, slots_used int,
+               slots_free int, live_attempts int, weight int, labels jsonb)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM sched._require(at, 'at');
+    RETURN QUERY
+SELECT n.node_id,
+       n.management_status,
+       count(w.worker_id)::int,
+       (count(w.worker_id) FILTER (
+            WHERE w.runtime_state = 'READY' AND w.scheduling_status = 'ELIGIBLE'
+              AND w.last_heartbeat >= $1 - make_interval(secs => sched._setting_seconds('sched.heartbeat_ttl'))))::int,
+       string_agg(w.capability || ':' || lower(w.runtime_state)
+                  || CASE WHEN w.scheduling_status = 'CORDONED' THEN ',cordoned' ELSE '' END,
+                  ' ' ORDER BY w.capability),
+       date_trunc('second', $1 - max(w.last_heartbeat)),
+       n.cpu_millis, n.reserved_cpu_millis, n.cpu_millis - n.reserved_cpu_millis,
+       n.memory_mb, n.reserved_memory_mb, n.memory_mb - n.reserved_memory_mb,
+       n.gpus, n.reserved_gpus, n.gpus - n.reserved_gpus,
+       coalesce(sum(w.slots), 0)::int,
+       coalesce(sum(w.live_attempts), 0)::int,
+       coalesce(sum(w.slots - w.live_attempts), 0)::int,
+       n.live_attempts, n.weight, n.labels
+  FROM sched.node n
+  LEFT JOIN sched.worker w ON w.node_id = n.node_id
+ GROUP BY n.node_id
+ ORDER BY n.node_id;
+END
+$$;
+CREATE VIEW sched.node_overview AS SELECT * FROM sched.node_overview(now());
+COMMENT ON VIEW sched.node_overview IS 'One row per node: status, workers, heartbeat age, capacity / reserved / free, slots.';
+
+CREATE FUNCTION sched.pending(at timestamptz)
+RETURNS TABLE (request_id bigint, tenant text, capability text, priority int,
+               effective_priority numeric, waited interval, tries int, next_try_at timestamptz,
+               state text, explanation text, blocked text, pinned_to text, last_reason text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM sched._require(at, 'at');
+    RETURN QUERY
+SELECT r.request_id,
+       r.tenant,
+       r.capability || '@' || r.capability_version,
+       r.priority,
+       round((r.priority + greatest(extract(epoch FROM $1 - r.queued_at), 0)
+                          / sched._setting_seconds('sched.aging_interval'))::numeric, 2),
+       date_trunc('second', greatest($1 - r.queued_at, interval '0')),
+       r.tries,
+       greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END),
+       r.state,
+       x.explanation,
+       x.blocked,
+       r.node_id,
+       r.last_reason
+  FROM sched.request r
+  JOIN sched._pending_explanations($1) x ON x.request_id = r.request_id
+ ORDER BY r.queued_at, r.request_id;
+END
+$$;
+CREATE VIEW sched.pending AS SELECT * FROM sched.pending(now());
+COMMENT ON VIEW sched.pending IS 'One row per pending or claimed request, with a live explanation of why it waits.';
+
+CREATE FUNCTION sched.queue_stats(at timestamptz)
+RETURNS TABLE (tenant text, capability text, pending int, ready_now int, oldest_wait interval,
+               dispatched_5m int, p50_wait interval, p95_wait interval, starving int)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM sched._require(at, 'at');
+    RETURN QUERY
+WITH waiting AS (
+    SELECT r.tenant, r.capability,
+           count(*) AS pending,
+           count(*) FILTER (WHERE r.available_at <= $1
+                              AND (r.state = 'PENDING' OR r.claimed_until <= $1)) AS ready_now,
+           date_trunc('second', max($1 - r.queued_at)) AS oldest_wait,
+           count(*) FILTER (WHERE r.queued_at < $1 - make_interval(secs => sched._setting_seconds('sched.starvation_after')))
+               AS starving
+      FROM sched.request r
+     WHERE r.state IN ('PENDING', 'CLAIMED')
+     GROUP BY r.tenant, r.capability
+), recent AS (
+    SELECT r.tenant, r.capability,
+           count(*) AS dispatched_5m,
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY a.dispatched_at - r.queued_at) AS p50_wait,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY a.dispatched_at - r.queued_at) AS p95_wait
+      FROM sched.attempt a
+      JOIN sched.request r ON r.request_id = a.request_id
+     WHERE a.dispatched_at > $1 - interval '5 minutes' AND a.dispatched_at <= $1
+     GROUP BY r.tenant, r.capability
+)
+SELECT tenant, capability,
+       coalesce(w.pending, 0)::int,
+       coalesce(w.ready_now, 0)::int,
+       w.oldest_wait,
+       coalesce(d.dispatched_5m, 0)::int,
+       date_trunc('millisecond', d.p50_wait),
+       date_trunc('millisecond', d.p95_wait),
+       coalesce(w.starving, 0)::int
+  FROM waiting w
+  FULL JOIN recent d USING (tenant, capability)
+ ORDER BY tenant, capability;
+END
+$$;
+CREATE VIEW sched.queue_stats AS SELECT * FROM sched.queue_stats(now());
+COMMENT ON VIEW sched.queue_stats IS 'Per tenant and capability: queue depth, oldest wait, recent dispatch waits, starving requests.';
+
+CREATE FUNCTION sched.attempt_overview(at timestamptz)
+RETURNS TABLE (attempt_id uuid, execution_id uuid, step_id uuid, attempt_number int,
+               tenant text, node_id text, worker_id uuid, status text, lease_state text,
+               lease_remaining interval, lease_version bigint, dispatched_at timestamptz,
+               started_at timestamptz, finished_at timestamptz, duration interval,
+               reserve_cpu_millis int, reserve_memory_mb bigint, reserve_gpus int, score bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM sched._require(at, 'at');
+    RETURN QUERY
+SELECT a.attempt_id, a.execution_id, a.step_id, a.attempt_number, a.tenant, a.node_id,
+       a.worker_id, a.status,
+       CASE
+           WHEN a.status NOT IN ('DISPATCHED', 'RUNNING') THEN 'released'
+           WHEN a.lease_expires_at < $1 THEN 'expired'
+           WHEN w.generation > a.worker_generation THEN 'orphaned'
+           ELSE 'held'
+       END,
+       CASE WHEN a.status IN ('DISPATCHED', 'RUNNING')
+            THEN date_trunc('second', a.lease_expires_at - $1) END,
+       a.lease_version, a.dispatched_at, a.started_at, a.finished_at,
+       date_trunc('second', coalesce(a.finished_at, $1) - coalesce(a.started_at, a.dispatched_at)),
+       a.reserve_cpu_millis, a.reserve_memory_mb, a.reserve_gpus, a.score
+  FROM sched.attempt a
+  JOIN sched.worker w ON w.worker_id = a.worker_id
+ ORDER BY (a.status IN ('DISPATCHED', 'RUNNING')) DESC, a.dispatched_at DESC, a.attempt_id;
+END
+$$;
+CREATE VIEW sched.attempt_overview AS SELECT * FROM sched.attempt_overview(now());
+COMMENT ON VIEW sched.attempt_overview IS 'Attempts with their lease state: held, expired (to be reaped), orphaned (worker re-registered), released.';
+
+/* The milestones of one execution, in order. */
+CREATE FUNCTION sched.execution_timeline(execution_id uuid)
+RETURNS TABLE (at timestamptz, stage text, milestone text, state text, component text,
+               title text, step_id uuid, attempt_number int, detail jsonb)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM sched._require(execution_id, 'execution_id');
+    IF NOT EXISTS (SELECT 1 FROM sched.execution e WHERE e.execution_id = execution_timeline.execution_id) THEN
+        PERFORM sched._unknown('execution', execution_id::text);
+    END IF;
+    RETURN QUERY
+    SELECT t.at, t.stage, t.milestone_key, t.state, t.component, t.title, t.step_id,
+           t.attempt_number, t.detail
+      FROM sched.timeline t
+     WHERE t.execution_id = execution_timeline.execution_id
+     ORDER BY t.at, t.timeline_id;
+END
+$$;
+
+/* A CPU amount for people: 16000 -> '16', 1500 -> '1.5'. */
+CREATE FUNCTION sched._cpus(millis bigint)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT trim_scale(round(millis / 1000.0, 3))::text $$;
+
+/* An amount with its unit, singular or plural: (1, 'GPU') -> '1 GPU', ('1.5', 'CPU') -> '1.5 CPUs'. */
+CREATE FUNCTION sched._amount(amount text, unit text)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT amount || ' ' || unit || CASE WHEN amount = '1' THEN '' ELSE 's' END $$;
+
+/* A duration for people, whatever the session's IntervalStyle: '90 s', '2 min 5 s', '3 h 0 min'. */
+CREATE FUNCTION sched._duration(d interval)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT CASE WHEN secs < 60 THEN secs || ' s'
+            WHEN secs < 3600 THEN (secs / 60) || ' min ' || (secs % 60) || ' s'
+            ELSE (secs / 3600) || ' h ' || (secs % 3600 / 60) || ' min' END
+  FROM (SELECT greatest(ceil(extract(epoch FROM d)), 0)::bigint AS secs) x
+$$;
+
+/*
+ * explain(request_id, at): a report for one request: its constraints, every node with
+ * eligible or its reasons, the ranking with score terms, and the closest misses (what
+ * single change would admit a node).  Read-only; built on qualification_reasons and
+ * rank_candidates, so it explains with the routine dispatch decides with.
+ */
+CREATE FUNCTION sched.explain(request_id bigint, at timestamptz DEFAULT now())
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r sched.request;
+    out text[] := '{}';
+    q record;
+    total int;
+    eligible int;
+    ttl double precision := sched._setting_seconds('sched.heartbeat_ttl');
+    need bigint;
+    biggest bigint;
+    misses int := 0;
+BEGIN
+    PERFORM sched._require(request_id, 'request_id');
+    PERFORM sched._require(at, 'at');
+    SELECT * INTO r FROM sched.request x WHERE x.request_id = explain.request_id;
+    IF NOT FOUND THEN
+        PERFORM sched._unknown('request', request_id::text);
+    END IF;
+
+    out := out || format('request %s: %s@%s for tenant %s, priority %s, attempt %s of %s',
+                         r.request_id, r.capability, r.capability_version, r.tenant, r.priority,
+                         r.attempt_number, r.max_attempts);
+    out := out || format('  state %s, waited %s, tries: %s, next try %s',
+                         r.state, sched._duration(at - r.queued_at), r.tries,
+                         CASE WHEN r.available_at <= at THEN 'now'
+                              ELSE 'in ' || sched._duration(r.available_at - at) END);
+    out := out || format('  requires: %s; prefers: %s', r.required_labels, r.preferred_labels);
+    out := out || format('  minimum: cpu %s, memory %s MB, gpus %s; reserves: cpu %s, memory %s MB, gpus %s',
+                         sched._cpus(r.min_cpu_millis), r.min_memory_mb, r.min_gpus,
+                         sched._cpus(r.reserve_cpu_millis), r.reserve_memory_mb, r.reserve_gpus);
+    out := out || format('  heartbeat TTL %s s%s', ttl,
+                         CASE WHEN r.node_id IS NOT NULL THEN format('; pinned to node %s', r.node_id) ELSE '' END);
+    IF r.last_reason IS NOT NULL THEN
+        out := out || format('  last dispatch: %s', r.last_reason);
+    END IF;
+
+    SELECT count(*), count(*) FILTER (WHERE qr.eligible) INTO total, eligible
+      FROM sched.qualification_reasons(explain.request_id, at) qr;
+    out := out || ''::text || format('nodes (%s of %s eligible):', eligible, total);
+    FOR q IN SELECT * FROM sched.qualification_reasons(explain.request_id, at) ORDER BY node_id LOOP
+        out := out || format('  %-20s %s', q.node_id,
+                             CASE WHEN q.eligible THEN 'eligible, score ' || q.score
+                                  ELSE array_to_string(q.reasons, ', ') END);
+    END LOOP;
+
+    IF eligible > 0 THEN
+        out := out || ''::text || 'ranking (score = preferred x 1,000,000 + weight x 1,000 - running x 10,000):'::text;
+        FOR q IN SELECT * FROM sched.rank_candidates(r.capability, r.capability_version,
+                     r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb,
+                     r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus,
+                     r.node_id, NULL, at) LOOP
+            out := out || format('  %s. %-20s %s = %s x 1,000,000 + %s x 1,000 - %s x 10,000%s',
+                                 q.rank, q.node_id, q.score, q.preferred_matches, q.weight,
+                                 q.running_attempts,
+                                 CASE WHEN q.node_id = r.avoid_node_id THEN ' (avoided: the previous attempt failed there)' ELSE '' END);
+        END LOOP;
+        RETURN array_to_string(out, E'\n');
+    END IF;
+
+    out := out || ''::text || 'closest misses:'::text;
+    -- nodes held back by exactly one reason: the one change that would admit them
+    FOR q IN
+        SELECT qr.node_id, qr.reasons[1] AS reason, n.*, w.runtime_state, w.scheduling_status,
+               w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts AS worker_live
+          FROM sched.qualification_reasons(explain.request_id, at) qr
+          JOIN sched.node n ON n.node_id = qr.node_id
+          LEFT JOIN sched.worker w ON w.worker_id = qr.worker_id
+         WHERE cardinality(qr.reasons) = 1
+         ORDER BY qr.node_id
+    LOOP
+        misses := misses + 1;
+        out := out || ('  ' || CASE q.reason
+            WHEN 'heartbeat_expired' THEN format('%s would qualify with a heartbeat TTL of %s s',
+                 q.node_id, ceil(extract(epoch FROM at - q.last_heartbeat)))
+            WHEN 'pinned_to_other_node' THEN format('%s would qualify if the request were not pinned to %s',
+                 q.node_id, r.node_id)
+            WHEN 'node_not_active' THEN format('%s would qualify if it were ACTIVE (it is %s)',
+                 q.node_id, q.management_status)
+            WHEN 'capability_missing' THEN format('%s would qualify with a worker for %s',
+                 q.node_id, r.capability)
+            WHEN 'worker_not_ready' THEN format('%s would qualify once its worker reports READY (it is %s)',
+                 q.node_id, q.runtime_state)
+            WHEN 'worker_not_eligible' THEN format('%s would qualify once its worker is uncordoned',
+                 q.node_id)
+            WHEN 'capability_version_missing' THEN format('%s would qualify if its worker served version %s (it serves %s)',
+                 q.node_id, r.capability_version, array_to_string(q.capability_versions, ', '))
+            WHEN 'required_labels_mismatch' THEN format('%s would qualify with labels %s (it has %s)',
+                 q.node_id, r.required_labels, q.labels)
+            WHEN 'insufficient_cpu' THEN format('%s would qualify with %s (it has %s)',
+                 q.node_id, sched._amount(sched._cpus(greatest(r.min_cpu_millis, r.reserve_cpu_millis)), 'CPU'),
+                 sched._cpus(q.cpu_millis))
+            WHEN 'insufficient_memory' THEN format('%s would qualify with %s MB of memory (it has %s MB)',
+                 q.node_id, greatest(r.min_memory_mb, r.reserve_memory_mb), q.memory_mb)
+            WHEN 'insufficient_gpus' THEN format('%s would qualify with %s (it has %s)',
+                 q.node_id, sched._amount(greatest(r.min_gpus, r.reserve_gpus)::text, 'GPU'), q.gpus)
+            WHEN 'no_free_slot' THEN format('%s would qualify when one of its %s ends',
+                 q.node_id, sched._amount(q.worker_live::text, 'live attempt'))
+            WHEN 'cpu_exhausted' THEN format('%s would qualify when its free CPUs reach %s (now %s)',
+                 q.node_id, sched._cpus(r.reserve_cpu_millis), sched._cpus(q.cpu_millis - q.reserved_cpu_millis))
+            WHEN 'memory_exhausted' THEN format('%s would qualify when its free memory reaches %s MB (now %s MB)',
+                 q.node_id, r.reserve_memory_mb, q.memory_mb - q.reserved_memory_mb)
+            WHEN 'gpus_exhausted' THEN format('%s would qualify when its free GPUs reach %s (now %s)',
+                 q.node_id, r.reserve_gpus, q.gpus - q.reserved_gpus)
+            ELSE format('%s: %s', q.node_id, q.reason) END);
+    END LOOP;
+
+    -- requirements no node of the fleet meets at all
+    need := greatest(r.min_cpu_millis, r.reserve_cpu_millis);
+    SELECT max(n.cpu_millis) INTO biggest FROM sched.node n;
+    IF need > 0 AND biggest < need THEN
+        misses := misses + 1;
+        out := out || format('  no node has %s; the largest has %s', sched._amount(sched._cpus(need), 'CPU'), sched._cpus(biggest));
+    END IF;
+    need := greatest(r.min_memory_mb, r.reserve_memory_mb);
+    SELECT max(n.memory_mb) INTO biggest FROM sched.node n;
+    IF need > 0 AND biggest < need THEN
+        misses := misses + 1;
+        out := out || format('  no node has %s MB of memory; the largest has %s MB', need, biggest);
+    END IF;
+    need := greatest(r.min_gpus, r.reserve_gpus);
+    SELECT max(n.gpus) INTO biggest FROM sched.node n;
+    IF need > 0 AND biggest < need THEN
+        misses := misses + 1;
+        out := out || format('  no node has %s; the largest has %s', sched._amount(need::text, 'GPU'), biggest);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM sched.worker w WHERE w.capability = r.capability) THEN
+        misses := misses + 1;
+        out := out || format('  no worker serves capability %s', r.capability);
+    ELSIF NOT EXISTS (SELECT 1 FROM sched.worker w WHERE w.capability = r.capability
+                         AND r.capability_version = ANY (w.capability_versions)) THEN
+        misses := misses + 1;
+        out := out || format('  no worker serves %s version %s', r.capability, r.capability_version);
+    END IF;
+    IF misses = 0 THEN
+        out := out || '  every node fails on two or more reasons'::text;
+    END IF;
+    RETURN array_to_string(out, E'\n');
+END
+$$;
+
