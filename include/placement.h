@@ -148,7 +148,12 @@ typedef struct SchedRanked
 	int32_t		preferred_matches;
 	int32_t		weight;			/* effective weight used in the score */
 	int32_t		running_attempts;
+	bool		held;			/* another running transaction is reserving on the node
+								 * (inflight.c): ranked after every node that is not */
 } SchedRanked;
+
+/* The score's running-attempts term: this much less per live attempt on the node. */
+#define SCHED_SCORE_PER_RUNNING_ATTEMPT 10000
 
 /* Sorts a label set by key; returns false (set unchanged in content) on a duplicate key. */
 extern bool sched_labels_sort(SchedLabelSet *set);
@@ -176,7 +181,14 @@ extern int32_t sched_effective_weight(int32_t weight);
  */
 extern void sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out);
 
-/* Ranking order: higher score first, then smaller node_id bytewise.  qsort comparator. */
+/*
+ * Counts `attempts` more running attempts on the node of r: what r will score once
+ * concurrent reservations on it commit.
+ */
+extern void sched_score_add_running(SchedRanked *r, int attempts);
+
+/* Ranking order: held candidates last, then higher score first, then smaller node_id
+ * bytewise.  qsort comparator. */
 extern int	sched_ranked_cmp(const void *a, const void *b);
 
 /* Sorts ranked candidates best first (a total order: node_ids are unique). */

@@ -9,7 +9,9 @@
  * Counted when a dispatch call returns, whether or not its transaction later commits;
  * plain atomic adds, no lock.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "counters.h"
 
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -28,26 +30,17 @@ typedef struct SchedCounters
 } SchedCounters;
 
 static SchedCounters *counters = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static void
-counters_request(void)
+Size
+sched_counters_shmem_size(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(SchedCounters)));
+	return MAXALIGN(sizeof(SchedCounters));
 }
 
-static void
-counters_startup(void)
+void
+sched_counters_shmem_attach(void *ptr, bool found)
 {
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	counters = ShmemInitStruct("pg_sched dispatch counters", sizeof(SchedCounters), &found);
+	counters = ptr;
 	if (!found)
 	{
 		pg_atomic_init_u64(&counters->calls, 0);
@@ -55,16 +48,6 @@ counters_startup(void)
 		pg_atomic_init_u64(&counters->conflicts, 0);
 		pg_atomic_init_u64(&counters->held_passed, 0);
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-void
-sched_counters_preload(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = counters_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = counters_startup;
 }
 
 void
@@ -81,27 +64,14 @@ sched_counters_add(const SchedDispatchResult *res)
 		pg_atomic_fetch_add_u64(&counters->held_passed, (uint64) res->held_passed);
 }
 
-/* sched._dispatch_counters() → (calls, placements, conflicts, held_passed) since the
- * server started, NULLs without preloading. */
-PG_FUNCTION_INFO_V1(sched_dispatch_counters);
-
-Datum
-sched_dispatch_counters(PG_FUNCTION_ARGS)
+bool
+sched_counters_read(int64 *calls, int64 *placements, int64 *conflicts, int64 *held_passed)
 {
-	TupleDesc	desc;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "pg_sched: _dispatch_counters must return a record");
 	if (counters == NULL)
-		nulls[0] = nulls[1] = nulls[2] = nulls[3] = true;
-	else
-	{
-		values[0] = Int64GetDatum((int64) pg_atomic_read_u64(&counters->calls));
-		values[1] = Int64GetDatum((int64) pg_atomic_read_u64(&counters->placements));
-		values[2] = Int64GetDatum((int64) pg_atomic_read_u64(&counters->conflicts));
-		values[3] = Int64GetDatum((int64) pg_atomic_read_u64(&counters->held_passed));
-	}
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+		return false;
+	*calls = (int64) pg_atomic_read_u64(&counters->calls);
+	*placements = (int64) pg_atomic_read_u64(&counters->placements);
+	*conflicts = (int64) pg_atomic_read_u64(&counters->conflicts);
+	*held_passed = (int64) pg_atomic_read_u64(&counters->held_passed);
+	return true;
 }

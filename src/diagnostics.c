@@ -10,7 +10,13 @@
  * request shapes plus the requests, not with nodes x requests.  Read-only (it works on
  * a hot standby) and takes no locks.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "fleet_mirror.h"
+#include "counters.h"
+#include "validate.h"
+#include "spi_util.h"
+#include "settings.h"
 
 #include "funcapi.h"
 #include "utils/array.h"
@@ -221,4 +227,80 @@ sched_pending_explanations(PG_FUNCTION_ARGS)
 	SPI_cursor_close(portal);
 	SPI_finish();
 	return (Datum) 0;
+}
+
+/* sched._dispatch_counters() → (calls, placements, conflicts, held_passed) since the
+ * server started, NULLs without preloading (counters.c). */
+PG_FUNCTION_INFO_V1(sched_dispatch_counters);
+
+Datum
+sched_dispatch_counters(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	int64		calls;
+	int64		placements;
+	int64		conflicts;
+	int64		held_passed;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_sched: _dispatch_counters must return a record");
+	if (!sched_counters_read(&calls, &placements, &conflicts, &held_passed))
+		nulls[0] = nulls[1] = nulls[2] = nulls[3] = true;
+	else
+	{
+		values[0] = Int64GetDatum(calls);
+		values[1] = Int64GetDatum(placements);
+		values[2] = Int64GetDatum(conflicts);
+		values[3] = Int64GetDatum(held_passed);
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/* sched._fleet_mirror_stats(): this backend's fleet mirror (fleet_mirror.c). */
+PG_FUNCTION_INFO_V1(sched_fleet_mirror_stats);
+
+Datum
+sched_fleet_mirror_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[9];
+	bool		nulls[9] = {0};
+	SchedMirrorStats st;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_sched: _fleet_mirror_stats must return a record");
+	sched_fleet_mirror_get_stats(&st);
+	values[0] = BoolGetDatum(st.usable);
+	values[1] = Int32GetDatum(st.capabilities);
+	values[2] = Int32GetDatum(st.rows_held);
+	values[3] = Int32GetDatum(st.pending);
+	values[4] = Int64GetDatum(st.refreshes);
+	values[5] = Int64GetDatum(st.full_loads);
+	values[6] = Int64GetDatum(st.rows_reread);
+	values[7] = Int64GetDatum(st.bypassed);
+	values[8] = Int64GetDatum(st.losses);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/*
+ * sched._fleet_mirror_check(capability): how many nodes of this backend's mirror of
+ * `capability` differ from the tables, read with the same fresh snapshot (fleet_mirror.c).
+ */
+PG_FUNCTION_INFO_V1(sched_fleet_mirror_check);
+
+Datum
+sched_fleet_mirror_check(PG_FUNCTION_ARGS)
+{
+	char	   *capability;
+	int			differ;
+
+	sched_check_not_null(fcinfo, 0, "capability");
+	capability = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	differ = sched_fleet_mirror_differences(capability);
+	SPI_finish();
+	PG_RETURN_INT32(differ);
 }

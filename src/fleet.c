@@ -9,7 +9,11 @@
  * ending up holding one row of it: SKIP LOCKED on a join locks the rows it reaches
  * before the one that is skipped, and keeps them.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "fleet.h"
+#include "validate.h"
+#include "spi_util.h"
 
 #include "access/heapam.h"
 #include "access/multixact.h"
@@ -17,6 +21,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "storage/bufmgr.h"
 #include "storage/itemptr.h"
 #include "storage/procarray.h"
@@ -25,6 +30,12 @@
 #include "utils/snapmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+
+uint32
+sched_node_hash(const char *node_id)
+{
+	return hash_bytes((const unsigned char *) node_id, strlen(node_id));
+}
 
 /* Columns of a fleet row; keep in step with SCHED_FLEET_COLUMNS. */
 enum
@@ -67,8 +78,6 @@ static SchedStatement pair_lock_skip = {
 	1, {UUIDOID}
 };
 
-static void index_by_node(SchedFleetCacheEntry *e);
-static SchedFleetRow *row_of_node(SchedFleetCacheEntry *e, const char *node_id);
 
 #define FC_COUNT FC_NODE_TID
 #define FLEET_CHUNK 512
@@ -174,18 +183,6 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 	 * Read through a cursor, FLEET_CHUNK rows at a time, so that a large fleet is never
 	 * materialized whole; each chunk is decoded and freed.
 	 */
-	if (!(flags & (SCHED_FLEET_ALL_NODES | SCHED_FLEET_TABLES)) &&
-		sched_fleet_mirror_read(capability, (flags & SCHED_FLEET_FRESH) != 0, fleet))
-	{
-		if (flags & SCHED_FLEET_COPY)
-		{
-			SchedFleetRow *rows = palloc(sizeof(SchedFleetRow) * Max(fleet->count, 1));
-
-			memcpy(rows, fleet->rows, sizeof(SchedFleetRow) * fleet->count);
-			fleet->rows = rows;
-		}
-		return;
-	}
 	fleet->count = 0;
 	fleet->busy_count = 0;
 	fleet->rows = palloc(sizeof(SchedFleetRow) * allocated);
@@ -225,86 +222,6 @@ sched_fleet_flags_for(const SchedPlacement *p, bool for_eligibility_only)
 		(!for_eligibility_only && p->preferred_labels.count > 0);
 
 	return labels ? SCHED_FLEET_LABELS : 0;
-}
-
-SchedFleet *
-sched_fleet_cached(SchedFleetCache *cache, const char *capability, bool all_nodes)
-{
-	int			i;
-	MemoryContext old;
-	SchedFleetCacheEntry *e;
-
-	for (i = 0; i < cache->count; i++)
-		if (cache->entries[i].all_nodes == all_nodes &&
-			strcmp(cache->entries[i].capability, capability) == 0)
-			return &cache->entries[i].fleet;
-	/* the new read must see the batch's reservations: write them first */
-	sched_flush_reservations(cache);
-	old = MemoryContextSwitchTo(cache->cxt);
-	if (cache->count == cache->allocated)
-	{
-		cache->allocated = Max(4, cache->allocated * 2);
-		cache->entries = cache->entries == NULL
-			? palloc(sizeof(SchedFleetCacheEntry) * cache->allocated)
-			: repalloc(cache->entries, sizeof(SchedFleetCacheEntry) * cache->allocated);
-	}
-	e = &cache->entries[cache->count++];
-	e->capability = pstrdup(capability);
-	e->all_nodes = all_nodes;
-	sched_fleet_load(capability,
-					 SCHED_FLEET_FRESH | SCHED_FLEET_LABELS | SCHED_FLEET_COPY |
-					 (all_nodes ? SCHED_FLEET_ALL_NODES : 0),
-					 NULL, &e->fleet);
-	index_by_node(e);
-	if (e->fleet.count > cache->ranked_size)
-	{
-		cache->ranked_size = e->fleet.count;
-		cache->ranked = cache->ranked == NULL
-			? palloc(sizeof(SchedRanked) * cache->ranked_size)
-			: repalloc(cache->ranked, sizeof(SchedRanked) * cache->ranked_size);
-	}
-	MemoryContextSwitchTo(old);
-	return &e->fleet;
-}
-
-void
-sched_fleet_cache_update(SchedFleetCache *cache, const SchedFleetRow *fresh)
-{
-	int			i;
-
-	if (cache == NULL)
-		return;
-	for (i = 0; i < cache->count; i++)
-	{
-		SchedFleetRow *r = row_of_node(&cache->entries[i], fresh->c.node_id);
-		SchedCandidate *c;
-
-		if (r == NULL)
-			continue;
-		c = &r->c;
-		/* node fields: shared by the node's workers of every capability */
-		c->management_status = fresh->c.management_status;
-		c->cpu_millis = fresh->c.cpu_millis;
-		c->memory_mb = fresh->c.memory_mb;
-		c->gpus = fresh->c.gpus;
-		c->weight = fresh->c.weight;
-		c->reserved_cpu_millis = fresh->c.reserved_cpu_millis;
-		c->reserved_memory_mb = fresh->c.reserved_memory_mb;
-		c->reserved_gpus = fresh->c.reserved_gpus;
-		c->node_live_attempts = fresh->c.node_live_attempts;
-		/* worker fields: only the row of that worker (labels and versions, which live
-		 * in the caller's memory, are not copied) */
-		if (c->has_worker && memcmp(&r->worker_id, &fresh->worker_id, sizeof(pg_uuid_t)) == 0)
-		{
-			c->runtime_state = fresh->c.runtime_state;
-			c->scheduling_status = fresh->c.scheduling_status;
-			c->has_heartbeat = fresh->c.has_heartbeat;
-			c->last_heartbeat = fresh->c.last_heartbeat;
-			c->slots = fresh->c.slots;
-			c->worker_live_attempts = fresh->c.worker_live_attempts;
-			r->generation = fresh->generation;
-		}
-	}
 }
 
 /*
@@ -412,52 +329,6 @@ sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count)
 	*count = sched_fleet_admit(p, fleet, ranked);
 	sched_rank(ranked, *count);
 	return ranked;
-}
-
-static const SchedFleet *sort_fleet;
-
-static int
-row_node_cmp(const void *a, const void *b)
-{
-	return strcmp(sort_fleet->rows[*(const int *) a].c.node_id,
-				  sort_fleet->rows[*(const int *) b].c.node_id);
-}
-
-/* Builds e->by_node: row indexes of e's fleet sorted by node_id (one row per node). */
-static void
-index_by_node(SchedFleetCacheEntry *e)
-{
-	int			i;
-
-	e->by_node = palloc(sizeof(int) * Max(e->fleet.count, 1));
-	for (i = 0; i < e->fleet.count; i++)
-		e->by_node[i] = i;
-	sort_fleet = &e->fleet;
-	qsort(e->by_node, e->fleet.count, sizeof(int), row_node_cmp);
-	sort_fleet = NULL;
-}
-
-/* The row of node_id in e's fleet, or NULL. */
-static SchedFleetRow *
-row_of_node(SchedFleetCacheEntry *e, const char *node_id)
-{
-	int			lo = 0;
-	int			hi = e->fleet.count - 1;
-
-	while (lo <= hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-		SchedFleetRow *r = &e->fleet.rows[e->by_node[mid]];
-		int			c = strcmp(r->c.node_id, node_id);
-
-		if (c == 0)
-			return r;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return NULL;
 }
 
 char *

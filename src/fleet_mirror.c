@@ -40,7 +40,12 @@
  * refresh in a later transaction, so that they stay valid for the whole call (and
  * transaction) that got them.  Callers must not modify them (SCHED_FLEET_COPY copies).
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "fleet_mirror.h"
+#include "validate.h"
+#include "spi_util.h"
+#include "settings.h"
 
 #include "access/transam.h"
 #include "access/xact.h"
@@ -92,33 +97,18 @@ int			sched_fleet_change_log_size = 16384;
 bool		sched_fleet_mirror = true;
 
 static SchedChangeLog *change_log = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static Size
-change_log_bytes(void)
+Size
+sched_fleet_mirror_shmem_size(void)
 {
 	return add_size(offsetof(SchedChangeLog, entries),
 					mul_size(sizeof(SchedChange), sched_fleet_change_log_size));
 }
 
-static void
-change_log_request(void)
+void
+sched_fleet_mirror_shmem_attach(void *ptr, bool found)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(change_log_bytes());
-}
-
-static void
-change_log_startup(void)
-{
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	change_log = ShmemInitStruct("pg_sched fleet change log", change_log_bytes(), &found);
+	change_log = ptr;
 	if (!found)
 	{
 		int			i;
@@ -129,16 +119,6 @@ change_log_startup(void)
 		for (i = 0; i < change_log->size; i++)
 			pg_atomic_init_u64(&change_log->entries[i].seq, 0);
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-void
-sched_fleet_mirror_preload(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = change_log_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = change_log_startup;
 }
 
 static void
@@ -494,7 +474,7 @@ load_cap(const char *capability)
 	memset(cap, 0, sizeof(*cap));
 	cap->capability = MemoryContextStrdup(M.cxt, capability);
 	old = MemoryContextSwitchTo(tmp);
-	sched_fleet_load(capability, SCHED_FLEET_TABLES | SCHED_FLEET_LABELS, NULL, &read);
+	sched_fleet_load(capability, SCHED_FLEET_LABELS, NULL, &read);
 	MemoryContextSwitchTo(old);
 	for (i = 0; i < read.count; i++)
 	{
@@ -910,34 +890,23 @@ sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
 	return true;
 }
 
-/*
- * sched._fleet_mirror_stats(): this backend's mirror, for tests and operators.
- */
-PG_FUNCTION_INFO_V1(sched_fleet_mirror_stats);
-
-Datum
-sched_fleet_mirror_stats(PG_FUNCTION_ARGS)
+/* This backend's mirror, for sched._fleet_mirror_stats() (diagnostics.c). */
+void
+sched_fleet_mirror_get_stats(SchedMirrorStats *out)
 {
-	TupleDesc	desc;
-	Datum		values[9];
-	bool		nulls[9] = {0};
-	int			rows = 0;
 	int			i;
 
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "pg_sched: _fleet_mirror_stats must return a record");
+	memset(out, 0, sizeof(*out));
+	out->usable = sched_fleet_mirror_usable();
+	out->capabilities = M.ncaps;
 	for (i = 0; i < M.ncaps; i++)
-		rows += M.caps[i].fleet.count;
-	values[0] = BoolGetDatum(sched_fleet_mirror_usable());
-	values[1] = Int32GetDatum(M.ncaps);
-	values[2] = Int32GetDatum(rows);
-	values[3] = Int32GetDatum(M.npending);
-	values[4] = Int64GetDatum(M.refreshes);
-	values[5] = Int64GetDatum(M.full_loads);
-	values[6] = Int64GetDatum(M.rows_reread);
-	values[7] = Int64GetDatum(M.bypassed);
-	values[8] = Int64GetDatum(M.losses);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+		out->rows_held += M.caps[i].fleet.count;
+	out->pending = M.npending;
+	out->refreshes = M.refreshes;
+	out->full_loads = M.full_loads;
+	out->rows_reread = M.rows_reread;
+	out->bypassed = M.bypassed;
+	out->losses = M.losses;
 }
 
 static bool
@@ -986,17 +955,15 @@ rows_equal(const SchedFleetRow *x, const SchedFleetRow *y)
 }
 
 /*
- * sched._fleet_mirror_check(capability): brings the mirror up to a fresh snapshot, reads
- * the tables with that same snapshot, and returns how many nodes differ (rows missing on
- * either side, or holding other values).  0 is the mirror's invariant; the concurrency
- * test calls it while other sessions dispatch, finish and change the fleet.
+ * For sched._fleet_mirror_check(capability) (diagnostics.c), inside SPI: brings the
+ * mirror up to a fresh snapshot, reads the tables with that same snapshot, and returns
+ * how many nodes differ (rows missing on either side, or holding other values).  0 is
+ * the mirror's invariant; the concurrency test calls it while other sessions dispatch,
+ * finish and change the fleet.  ERROR (55000) when the mirror is not in use.
  */
-PG_FUNCTION_INFO_V1(sched_fleet_mirror_check);
-
-Datum
-sched_fleet_mirror_check(PG_FUNCTION_ARGS)
+int
+sched_fleet_mirror_differences(const char *capability)
 {
-	char	   *capability;
 	SchedFleet	mirrored;
 	SchedFleet	direct;
 	MirrorCap  *cap;
@@ -1004,15 +971,11 @@ sched_fleet_mirror_check(PG_FUNCTION_ARGS)
 	int			differ = 0;
 	int			i;
 
-	sched_check_not_null(fcinfo, 0, "capability");
 	if (!sched_fleet_mirror_usable())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the fleet mirror is not in use in this session"),
 				 errhint("It needs pg_sched in shared_preload_libraries, sched.fleet_mirror = on, READ COMMITTED and no recovery.")));
-	capability = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_sched: SPI_connect failed");
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (!sched_fleet_mirror_read(capability, false, &mirrored))
@@ -1020,7 +983,7 @@ sched_fleet_mirror_check(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the fleet mirror cannot answer for this snapshot")));
 	/* the same snapshot, read from the tables */
-	sched_fleet_load(capability, SCHED_FLEET_TABLES | SCHED_FLEET_LABELS, NULL, &direct);
+	sched_fleet_load(capability, SCHED_FLEET_LABELS, NULL, &direct);
 	PopActiveSnapshot();
 
 	cap = find_cap(capability);
@@ -1038,6 +1001,31 @@ sched_fleet_mirror_check(PG_FUNCTION_ARGS)
 	for (i = 0; i < mirrored.count; i++)
 		if (!seen[i])
 			differ++;
-	SPI_finish();
-	PG_RETURN_INT32(differ);
+	return differ;
+}
+
+/*
+ * The fleet of `capability` as sched_fleet_load reads it (flags as there), answered from
+ * this backend's mirror where the mirror can answer (not for SCHED_FLEET_ALL_NODES: the
+ * mirror holds only nodes with a worker of the capability), else from the tables.
+ * Mirror rows are borrowed (valid until the transaction ends); SCHED_FLEET_COPY gives
+ * the caller rows of its own to modify (their strings stay borrowed).
+ */
+void
+sched_fleet_read(const char *capability, int flags, const SchedPlacement *keys_of,
+				 SchedFleet *fleet)
+{
+	if (!(flags & SCHED_FLEET_ALL_NODES) &&
+		sched_fleet_mirror_read(capability, (flags & SCHED_FLEET_FRESH) != 0, fleet))
+	{
+		if (flags & SCHED_FLEET_COPY)
+		{
+			SchedFleetRow *rows = palloc(sizeof(SchedFleetRow) * Max(fleet->count, 1));
+
+			memcpy(rows, fleet->rows, sizeof(SchedFleetRow) * fleet->count);
+			fleet->rows = rows;
+		}
+		return;
+	}
+	sched_fleet_load(capability, flags, keys_of, fleet);
 }

@@ -26,7 +26,10 @@
  * ran, and the mirror already shows its writes).  Node ids are kept as 32-bit hashes: a
  * collision only misorders candidates.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "inflight.h"
+#include "placement.h"
 
 #include "access/transam.h"
 #include "access/xact.h"
@@ -54,33 +57,19 @@ typedef struct InflightSlot
 static InflightSlot *slots = NULL;	/* [0 .. MaxBackends], by BackendId */
 static int	nslots = 0;
 static bool mine_used = false;		/* this backend's slot holds something */
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static Size
-slots_bytes(void)
+Size
+sched_inflight_shmem_size(void)
 {
 	return mul_size(sizeof(InflightSlot), MaxBackends + 1);
 }
 
-static void
-inflight_request(void)
+void
+sched_inflight_shmem_attach(void *ptr, bool found)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(slots_bytes());
-}
-
-static void
-inflight_startup(void)
-{
-	bool		found;
 	int			i;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	slots = ShmemInitStruct("pg_sched reservations in flight", slots_bytes(), &found);
+	slots = ptr;
 	nslots = MaxBackends + 1;
 	if (!found)
 	{
@@ -90,7 +79,6 @@ inflight_startup(void)
 			slots[i].n = 0;
 		}
 	}
-	LWLockRelease(AddinShmemInitLock);
 }
 
 static void
@@ -121,17 +109,7 @@ inflight_xact_end(XactEvent event, void *arg)
 void
 sched_inflight_preload(void)
 {
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = inflight_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = inflight_startup;
 	RegisterXactCallback(inflight_xact_end, NULL);
-}
-
-uint32
-sched_node_hash(const char *node_id)
-{
-	return hash_bytes((const unsigned char *) node_id, strlen(node_id));
 }
 
 void
@@ -245,8 +223,8 @@ sched_inflight_project(SchedRanked *ranked, int n, const SchedFleet *fleet)
 			h = (h + 1) & 255;
 		if (!used[h])
 			continue;
-		ranked[i].score -= (int64) 10000 * table_attempts[h] + SCHED_INFLIGHT_DEMOTION;
-		ranked[i].running_attempts += table_attempts[h];
+		sched_score_add_running(&ranked[i], table_attempts[h]);
+		ranked[i].held = true;
 		changed++;
 	}
 	return changed;

@@ -15,7 +15,12 @@
  * start.  Without preloading, calling sched.reap_expired() from any client (for example
  * from cron) does the same work.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "executor/spi.h"
+
+#include "maintenance.h"
+#include "settings.h"
 
 #include "access/xact.h"
 #include "access/heapam.h"

@@ -157,9 +157,17 @@ sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out)
 	out->preferred_matches = sched_labels_matching(&c->labels, &p->preferred_labels);
 	out->weight = sched_effective_weight(c->weight);
 	out->running_attempts = c->node_live_attempts;
+	out->held = false;
 	out->score = (int64_t) out->preferred_matches * 1000000
 		+ (int64_t) out->weight * 1000
-		- (int64_t) out->running_attempts * 10000;
+		- (int64_t) out->running_attempts * SCHED_SCORE_PER_RUNNING_ATTEMPT;
+}
+
+void
+sched_score_add_running(SchedRanked *r, int attempts)
+{
+	r->running_attempts += attempts;
+	r->score -= (int64_t) attempts * SCHED_SCORE_PER_RUNNING_ATTEMPT;
 }
 
 int
@@ -168,6 +176,8 @@ sched_ranked_cmp(const void *a, const void *b)
 	const SchedRanked *x = (const SchedRanked *) a;
 	const SchedRanked *y = (const SchedRanked *) b;
 
+	if (x->held != y->held)
+		return x->held ? 1 : -1;
 	if (x->score != y->score)
 		return x->score > y->score ? -1 : 1;
 	return strcmp(x->node_id, y->node_id);

@@ -34,7 +34,14 @@
  * nothing about them is written, and the first call after capacity frees takes them in
  * queue order.  Requests of static shapes are tried, and back off, one by one.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "reservation.h"
+#include "batch.h"
+#include "counters.h"
+#include "validate.h"
+#include "spi_util.h"
+#include "settings.h"
 
 #include "storage/backendid.h"
 
@@ -563,7 +570,7 @@ typedef struct ShapeJudge
 	int			placements;		/* placements the call made so far */
 	int			not_waiting;	/* judged shapes whose verdict is not WAITS */
 	bool		all_known;		/* every shape with ready requests was judged up front */
-	SchedFleetCache *cache;
+	SchedBatch *cache;
 	TimestampTz at;
 } ShapeJudge;
 
@@ -571,7 +578,7 @@ typedef struct ShapeJudge
 static ShapeVerdict
 judge_placement(ShapeJudge *j, const SchedPlacement *p)
 {
-	SchedFleet *fleet = sched_fleet_cached(j->cache, p->capability, false);
+	SchedFleet *fleet = sched_batch_fleet(j->cache, p->capability, false);
 	bool		transient = false;
 	int			i;
 
@@ -676,7 +683,7 @@ worth_trying(ShapeJudge *j, ShapeEntry *e, QueueScan *q)
  * sched_dispatch_request() in queue mode: a request another dispatcher holds is passed
  * over silently, an unschedulable one gets its reason (and, for a static reason, its
  * backoff) and the scan moves on.  The fleet of each capability is read once per call
- * and kept current in memory (sched_fleet_cache_update); per-request work runs in a
+ * and kept current in memory (sched_batch_update_rows); per-request work runs in a
  * memory context reset after each request, so memory stays flat in the batch size.
  */
 Datum
@@ -694,7 +701,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 	int			scanned = 0;
 	MemoryContext per_request;
 	MemoryContext outer;
-	SchedFleetCache *cache;
+	SchedBatch *cache;
 
 	sched_check_not_null(fcinfo, 3, "at");
 	at = PG_GETARG_TIMESTAMPTZ(3);
@@ -708,9 +715,9 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 	outer = CurrentMemoryContext;
 	per_request = AllocSetContextCreate(outer, "pg_sched dispatch_next request",
 										ALLOCSET_DEFAULT_SIZES);
-	cache = palloc0(sizeof(SchedFleetCache));
+	cache = palloc0(sizeof(SchedBatch));
 	cache->cxt = outer;			/* one fleet read per capability for the whole call */
-	cache->defer = true;		/* and one write statement per SCHED_PENDING_MAX placements */
+	cache->defer = true;		/* and one write statement per SCHED_BATCH_MAX placements */
 	cache->at = at;
 
 	memset(&judge, 0, sizeof(judge));
@@ -766,7 +773,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		else if (e != NULL && res.waits == SCHED_WAIT_STATIC)
 			set_verdict(&judge, e, SHAPE_STATIC, &q);
 	}
-	sched_flush_reservations(cache);
+	sched_batch_flush(cache);
 	SPI_finish();
 	return (Datum) 0;
 }

@@ -38,7 +38,16 @@
  * Expected outcomes (EXISTING, UNSCHEDULABLE, EXECUTION_CLOSED, CANCELLED, NOT_CLAIMED)
  * are results, not errors: a scheduler loop's transaction is never aborted by them.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "reservation.h"
+#include "counters.h"
+#include "batch.h"
+#include "fleet_mirror.h"
+#include "inflight.h"
+#include "validate.h"
+#include "spi_util.h"
+#include "settings.h"
 
 #include "catalog/pg_type.h"
 #include "commands/async.h"
@@ -98,15 +107,12 @@ xact_holds_dispatch_locks(void)
 static int
 held_passed(const SchedRanked *ranked, int n, int chosen)
 {
-	int64		chosen_score = ranked[chosen].score;
 	int			found = 0;
 	int			i;
 
-	if (chosen_score < -SCHED_INFLIGHT_DEMOTION / 2)
-		chosen_score += SCHED_INFLIGHT_DEMOTION;
 	for (i = 0; i < n; i++)
-		if (i != chosen && ranked[i].score < -SCHED_INFLIGHT_DEMOTION / 2 &&
-			ranked[i].score + SCHED_INFLIGHT_DEMOTION > chosen_score)
+		if (i != chosen && ranked[i].held &&
+			ranked[i].score > ranked[chosen].score)
 			found++;
 	return found;
 }
@@ -150,208 +156,6 @@ static SchedStatement request_waits = {
 	" WHERE request_id OPERATOR(pg_catalog.=) $1",
 	4, {INT8OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
 };
-
-/*
- * The reservation's writes, in one statement (one executor start instead of six): the
- * worker's slot, the node's reservations, the attempt, its START command, the timeline
- * milestone (idempotent) and the request's DISPATCHED state.  Foreign keys of the
- * command to the attempt are checked at the end of the statement, when both exist.
- */
-static SchedStatement reservation_writes = {
-	"WITH w AS ( "
-	"  UPDATE sched.worker SET live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
-	"   WHERE worker_id OPERATOR(pg_catalog.=) $7 RETURNING 1 "
-	"), n AS ( "
-	"  UPDATE sched.node SET "
-	"         reserved_cpu_millis = reserved_cpu_millis OPERATOR(pg_catalog.+) $9, "
-	"         reserved_memory_mb = reserved_memory_mb OPERATOR(pg_catalog.+) $10, "
-	"         reserved_gpus = reserved_gpus OPERATOR(pg_catalog.+) $11, "
-	"         live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
-	"   WHERE node_id OPERATOR(pg_catalog.=) $6 RETURNING 1 "
-	"), a AS ( "
-	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, "
-	"         tenant, node_id, worker_id, worker_generation, lease_version, status, "
-	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, "
-	"         lease_expires_at) "
-	"  VALUES ($15, $1, $2, $3, $4, $5, $6, $7, $8, 1, 'DISPATCHED', $9, $10, $11, $12, $13, "
-	"          $13 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $14)) "
-	"  RETURNING 1 "
-	"), c AS ( "
-	"  INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
-	"         request_id, created_at) VALUES ($7, $8, 'START', $15, 1, $1, $13) RETURNING 1 "
-	"), t AS ( "
-	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
-	"         attempt_id, state, component, title, detail, at) "
-	"  VALUES ($2, 'step.worker.selected:' OPERATOR(pg_catalog.||) $3::text "
-	"              OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $4::text, "
-	"          'SCHEDULING', $3, $4, $15, 'SUCCEEDED', 'Scheduler', 'Node and worker selected', "
-	"          pg_catalog.jsonb_build_object('node_id', $6, 'worker_id', $7, 'score', $12, "
-	"                                        'request_id', $1), $13) "
-	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
-	"), r AS ( "
-	"  UPDATE sched.request SET state = 'DISPATCHED', attempt_id = $15, claim_id = NULL, "
-	"         claimed_until = NULL, last_reason = NULL, tries = tries OPERATOR(pg_catalog.+) 1 "
-	"   WHERE request_id OPERATOR(pg_catalog.=) $1 RETURNING 1 "
-	") "
-	"SELECT (SELECT pg_catalog.count(*) FROM w) OPERATOR(pg_catalog.+) "
-	"       (SELECT pg_catalog.count(*) FROM n) OPERATOR(pg_catalog.+) "
-	"       (SELECT pg_catalog.count(*) FROM r)",
-	15, {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID, UUIDOID, INT8OID,
-		INT4OID, INT8OID, INT4OID, INT8OID, TIMESTAMPTZOID, FLOAT8OID, UUIDOID}
-};
-
-/*
- * The same writes for a whole batch of reservations (dispatch_next): one row per
- * reservation in the arrays; the worker and node counters are summed per row.
- */
-static SchedStatement reservation_writes_batch = {
-	"WITH p AS MATERIALIZED ( "
-	"  SELECT p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
-	"         p.node_id COLLATE \"C\" AS node_id, p.worker_id, p.generation, p.cpu, p.mem, "
-	"         p.gpus, p.score, p.attempt_id, p.ord "
-	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::uuid[]), "
-	"                    pg_catalog.unnest($3::uuid[]), pg_catalog.unnest($4::int4[]), "
-	"                    pg_catalog.unnest($5::text[]), pg_catalog.unnest($6::text[]), "
-	"                    pg_catalog.unnest($7::uuid[]), pg_catalog.unnest($8::int8[]), "
-	"                    pg_catalog.unnest($9::int4[]), pg_catalog.unnest($10::int8[]), "
-	"                    pg_catalog.unnest($11::int4[]), pg_catalog.unnest($12::int8[]), "
-	"                    pg_catalog.unnest($13::uuid[])) WITH ORDINALITY "
-	"         AS p(request_id, execution_id, step_id, attempt_number, tenant, node_id, "
-	"              worker_id, generation, cpu, mem, gpus, score, attempt_id, ord) "
-	"), w AS ( "
-	"  UPDATE sched.worker x SET live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
-	"    FROM (SELECT p.worker_id, pg_catalog.count(*)::int4 AS n FROM p GROUP BY p.worker_id) d "
-	"   WHERE x.worker_id OPERATOR(pg_catalog.=) d.worker_id RETURNING 1 "
-	"), n AS ( "
-	"  UPDATE sched.node x SET "
-	"         reserved_cpu_millis = x.reserved_cpu_millis OPERATOR(pg_catalog.+) d.cpu, "
-	"         reserved_memory_mb = x.reserved_memory_mb OPERATOR(pg_catalog.+) d.mem, "
-	"         reserved_gpus = x.reserved_gpus OPERATOR(pg_catalog.+) d.gpus, "
-	"         live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
-	"    FROM (SELECT p.node_id, pg_catalog.count(*)::int4 AS n, pg_catalog.sum(p.cpu)::int4 AS cpu, "
-	"                 pg_catalog.sum(p.mem)::int8 AS mem, pg_catalog.sum(p.gpus)::int4 AS gpus "
-	"            FROM p GROUP BY p.node_id) d "
-	"   WHERE x.node_id OPERATOR(pg_catalog.=) d.node_id RETURNING 1 "
-	"), a AS ( "
-	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, "
-	"         tenant, node_id, worker_id, worker_generation, lease_version, status, "
-	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, "
-	"         lease_expires_at) "
-	"  SELECT p.attempt_id, p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
-	"         p.node_id, p.worker_id, p.generation, 1, 'DISPATCHED', p.cpu, p.mem, p.gpus, p.score, "
-	"         $14, $14 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $15) FROM p "
-	"  RETURNING 1 "
-	"), c AS ( "
-	"  INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
-	"         request_id, created_at) "
-	"  SELECT p.worker_id, p.generation, 'START', p.attempt_id, 1, p.request_id, $14 "
-	"    FROM p ORDER BY p.ord RETURNING 1 "
-	"), t AS ( "
-	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
-	"         attempt_id, state, component, title, detail, at) "
-	"  SELECT p.execution_id, 'step.worker.selected:' OPERATOR(pg_catalog.||) p.step_id::text "
-	"         OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) p.attempt_number::text, "
-	"         'SCHEDULING', p.step_id, p.attempt_number, p.attempt_id, 'SUCCEEDED', 'Scheduler', "
-	"         'Node and worker selected', "
-	"         pg_catalog.jsonb_build_object('node_id', p.node_id, 'worker_id', p.worker_id, "
-	"                                       'score', p.score, 'request_id', p.request_id), $14 "
-	"    FROM p ORDER BY p.ord "
-	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
-	"), r AS ( "
-	"  UPDATE sched.request x SET state = 'DISPATCHED', attempt_id = p.attempt_id, claim_id = NULL, "
-	"         claimed_until = NULL, last_reason = NULL, tries = x.tries OPERATOR(pg_catalog.+) 1 "
-	"    FROM p WHERE x.request_id OPERATOR(pg_catalog.=) p.request_id RETURNING 1 "
-	") "
-	"SELECT (SELECT pg_catalog.count(*) FROM r), (SELECT pg_catalog.count(*) FROM a)",
-	15, {INT8ARRAYOID, UUIDARRAYOID, UUIDARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-		UUIDARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID,
-		UUIDARRAYOID, TIMESTAMPTZOID, FLOAT8OID}
-};
-
-static Datum
-array_of(Datum *elems, int n, Oid type)
-{
-	int16		len;
-	bool		byval;
-	char		align;
-
-	get_typlenbyvalalign(type, &len, &byval, &align);
-	return PointerGetDatum(construct_array(elems, n, type, len, byval, align));
-}
-
-void
-sched_flush_reservations(SchedFleetCache *cache)
-{
-	int			n = cache == NULL ? 0 : cache->npending;
-	Datum	   *cols[13];
-	Datum		v[15];
-	int			i;
-	int			k;
-	static const Oid types[13] = {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID,
-	UUIDOID, INT8OID, INT4OID, INT8OID, INT4OID, INT8OID, UUIDOID};
-
-	if (n == 0)
-		return;
-	for (k = 0; k < 13; k++)
-		cols[k] = palloc(sizeof(Datum) * n);
-	for (i = 0; i < n; i++)
-	{
-		SchedPendingReservation *r = &cache->pending[i];
-
-		cols[0][i] = Int64GetDatum(r->request_id);
-		cols[1][i] = UUIDPGetDatum(&r->execution_id);
-		cols[2][i] = UUIDPGetDatum(&r->step_id);
-		cols[3][i] = Int32GetDatum(r->attempt_number);
-		cols[4][i] = CStringGetTextDatum(r->tenant);
-		cols[5][i] = CStringGetTextDatum(r->node_id);
-		cols[6][i] = UUIDPGetDatum(&r->worker_id);
-		cols[7][i] = Int64GetDatum(r->generation);
-		cols[8][i] = Int32GetDatum(r->reserve_cpu_millis);
-		cols[9][i] = Int64GetDatum(r->reserve_memory_mb);
-		cols[10][i] = Int32GetDatum(r->reserve_gpus);
-		cols[11][i] = Int64GetDatum(r->score);
-		cols[12][i] = UUIDPGetDatum(&r->attempt_id);
-	}
-	for (k = 0; k < 13; k++)
-		v[k] = array_of(cols[k], n, types[k]);
-	v[13] = TimestampTzGetDatum(cache->at);
-	v[14] = Float8GetDatum((double) sched_lease_ttl_s);
-	sched_spi_exec(&reservation_writes_batch, v, NULL, false, 1, SPI_OK_SELECT);
-	if (sched_spi_int64(0, 1) != n || sched_spi_int64(0, 2) != n)
-		elog(ERROR, "pg_sched: batched reservation wrote " INT64_FORMAT " of %d requests",
-			 sched_spi_int64(0, 1), n);
-	cache->npending = 0;
-	for (k = 0; k < 13; k++)
-		pfree(cols[k]);
-}
-
-/*
- * The batch's unwritten reservations on the worker and node of `row`, added to the rows
- * read from the table: what the counters will be once the batch is written.  Only the
- * batch's own transaction can change these rows meanwhile (it holds them locked).
- */
-static void
-add_pending(const SchedFleetCache *cache, SchedFleetRow *row)
-{
-	int			i;
-
-	if (cache == NULL)
-		return;
-	for (i = 0; i < cache->npending; i++)
-	{
-		const SchedPendingReservation *r = &cache->pending[i];
-
-		if (memcmp(&r->worker_id, &row->worker_id, sizeof(pg_uuid_t)) == 0)
-			row->c.worker_live_attempts++;
-		if (strcmp(r->node_id, row->c.node_id) == 0)
-		{
-			row->c.node_live_attempts++;
-			row->c.reserved_cpu_millis += r->reserve_cpu_millis;
-			row->c.reserved_memory_mb += r->reserve_memory_mb;
-			row->c.reserved_gpus += r->reserve_gpus;
-		}
-	}
-}
 
 /* The key of the advisory lock on (step_id, attempt_number): 64 bits of a hash of the
  * step's 16 bytes followed by the attempt number, big-endian. */
@@ -437,11 +241,11 @@ return_existing(const SchedRequestRow *req, SchedDispatchResult *res)
 /* Writes the reservation of pair `row` for request `req`: see the file header. */
 static void
 reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
-		SchedFleetRow *row, SchedFleetCache *cache, SchedDispatchResult *res)
+		SchedFleetRow *row, SchedBatch *cache, SchedDispatchResult *res)
 {
 	const SchedPlacement *p = &args->p;
 	SchedRanked scored;
-	Datum		v[15];
+	SchedReservationWrite w;
 	char	   *channel;
 	char	   *payload;
 
@@ -449,51 +253,23 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	res->attempt_id = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
 	res->has_attempt = true;
 
-	v[0] = Int64GetDatum(req->request_id);
-	v[1] = UUIDPGetDatum(&req->execution_id);
-	v[2] = UUIDPGetDatum(&req->step_id);
-	v[3] = Int32GetDatum(req->attempt_number);
-	v[4] = CStringGetTextDatum(req->tenant);
-	v[5] = CStringGetTextDatum(row->c.node_id);
-	v[6] = UUIDPGetDatum(&row->worker_id);
-	v[7] = Int64GetDatum(row->generation);
-	v[8] = Int32GetDatum((int32) p->reserve_cpu_millis);
-	v[9] = Int64GetDatum(p->reserve_memory_mb);
-	v[10] = Int32GetDatum((int32) p->reserve_gpus);
-	v[11] = Int64GetDatum(scored.score);
-	v[12] = TimestampTzGetDatum(args->at);
-	v[13] = Float8GetDatum((double) sched_lease_ttl_s);
-	v[14] = UUIDPGetDatum(&res->attempt_id);
+	w.request_id = req->request_id;
+	w.execution_id = req->execution_id;
+	w.step_id = req->step_id;
+	w.attempt_number = req->attempt_number;
+	w.tenant = req->tenant;
+	w.node_id = row->c.node_id;
+	w.worker_id = row->worker_id;
+	w.generation = row->generation;
+	w.reserve_cpu_millis = (int32) p->reserve_cpu_millis;
+	w.reserve_memory_mb = p->reserve_memory_mb;
+	w.reserve_gpus = (int32) p->reserve_gpus;
+	w.score = scored.score;
+	w.attempt_id = res->attempt_id;
 	if (cache != NULL && cache->defer)
-	{
-		MemoryContext old = MemoryContextSwitchTo(cache->cxt);
-		SchedPendingReservation *r;
-
-		if (cache->npending == SCHED_PENDING_MAX)
-			sched_flush_reservations(cache);
-		r = &cache->pending[cache->npending++];
-		r->request_id = req->request_id;
-		r->execution_id = req->execution_id;
-		r->step_id = req->step_id;
-		r->attempt_number = req->attempt_number;
-		r->tenant = pstrdup(req->tenant);
-		r->node_id = pstrdup(row->c.node_id);
-		r->worker_id = row->worker_id;
-		r->generation = row->generation;
-		r->reserve_cpu_millis = (int32) p->reserve_cpu_millis;
-		r->reserve_memory_mb = p->reserve_memory_mb;
-		r->reserve_gpus = (int32) p->reserve_gpus;
-		r->score = scored.score;
-		r->attempt_id = res->attempt_id;
-		MemoryContextSwitchTo(old);
-	}
+		sched_batch_defer(cache, &w);
 	else
-	{
-		sched_spi_exec(&reservation_writes, v, NULL, false, 1, SPI_OK_SELECT);
-		if (sched_spi_int64(0, 1) != 3)
-			elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " wrote an unexpected number of rows",
-				 req->request_id);
-	}
+		sched_write_reservation(&w, args->at);
 
 	/* what the updates above did, for the batch's cached fleet */
 	row->c.worker_live_attempts++;
@@ -501,7 +277,7 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	row->c.reserved_cpu_millis += p->reserve_cpu_millis;
 	row->c.reserved_memory_mb += p->reserve_memory_mb;
 	row->c.reserved_gpus += p->reserve_gpus;
-	sched_fleet_cache_update(cache, row);
+	sched_batch_update_rows(cache, row);
 
 	if (sched_notify_workers)
 	{
@@ -527,7 +303,7 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
  */
 static bool
 lock_and_recheck_pair(const SchedPlacementArgs *args, const SchedFleetRow *seen,
-				 SchedFleetCache *cache, bool *locked, TransactionId *locker,
+				 SchedBatch *cache, bool *locked, TransactionId *locker,
 				 SchedFleetRow *fresh)
 {
 	pg_uuid_t	worker_id = seen->worker_id;
@@ -541,8 +317,8 @@ lock_and_recheck_pair(const SchedPlacementArgs *args, const SchedFleetRow *seen,
 	if (!*locked)
 		return false;			/* locked since the check; it may hold the worker row */
 	note_dispatch_lock();
-	add_pending(cache, fresh);
-	sched_fleet_cache_update(cache, fresh);
+	sched_batch_count_pending(cache, fresh);
+	sched_batch_update_rows(cache, fresh);
 	if (fresh->generation != seen_generation)
 		return false;
 	return fresh->c.has_worker && sched_admission(&args->p, &fresh->c) == 0;
@@ -554,7 +330,7 @@ lock_and_recheck_pair(const SchedPlacementArgs *args, const SchedFleetRow *seen,
  */
 static bool
 lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen,
-				 SchedFleetCache *cache, bool *locked, TransactionId *locker,
+				 SchedBatch *cache, bool *locked, TransactionId *locker,
 				 SchedFleetRow *fresh)
 {
 	bool		ok;
@@ -581,7 +357,7 @@ lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen,
  */
 static void
 leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int conflicts,
-			 SchedFleetCache *cache, SchedDispatchResult *res)
+			 SchedBatch *cache, SchedDispatchResult *res)
 {
 	SchedFleet	local;
 	SchedFleet *fleet = &local;
@@ -593,7 +369,7 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 	Datum		v[4];
 
 	if (cache != NULL)
-		fleet = sched_fleet_cached(cache, args->p.capability, true);
+		fleet = sched_batch_fleet(cache, args->p.capability, true);
 	else
 		sched_fleet_load(args->p.capability,
 						 SCHED_FLEET_ALL_NODES | SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, true),
@@ -718,7 +494,7 @@ still_ready(const SchedRequestRow *req, TimestampTz at)
 
 bool
 sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_t *claim_id,
-					   TimestampTz at, bool from_queue, SchedFleetCache *cache,
+					   TimestampTz at, bool from_queue, SchedBatch *cache,
 					   SchedDispatchResult *res)
 {
 	Datum		v[3];
@@ -836,9 +612,9 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 
 	/* stages 2 and 3 on a fresh snapshot, then 5. pairs in rank order */
 	if (cache != NULL)
-		fleet = sched_fleet_cached(cache, args.p.capability, false);
+		fleet = sched_batch_fleet(cache, args.p.capability, false);
 	else
-		sched_fleet_load(args.p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args.p, false),
+		sched_fleet_read(args.p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args.p, false),
 						 &args.p, &local);
 	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
 	n = sched_fleet_admit(&args.p, fleet, ranked);

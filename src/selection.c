@@ -4,7 +4,11 @@
  * are a pure function of (fleet snapshot, request, at): they read the fleet once and
  * hand it to the placement core, whose sched_admission() is also what dispatch uses.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "fleet_mirror.h"
+#include "validate.h"
+#include "spi_util.h"
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
@@ -56,7 +60,7 @@ emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, 
 	int			i;
 
 	connect_spi();
-	sched_fleet_load(args->p.capability, sched_fleet_flags_for(&args->p, false), &args->p, &fleet);
+	sched_fleet_read(args->p.capability, sched_fleet_flags_for(&args->p, false), &args->p, &fleet);
 	if (limit == 1)
 		ranked = best_of(&args->p, &fleet, &n);
 	else
@@ -120,7 +124,7 @@ emit_qualification(FunctionCallInfo fcinfo, const SchedPlacementArgs *args)
 	SchedFleet	fleet;
 	int			i;
 
-	sched_fleet_load(args->p.capability,
+	sched_fleet_read(args->p.capability,
 					 SCHED_FLEET_ALL_NODES | sched_fleet_flags_for(&args->p, false), &args->p,
 					 &fleet);
 	for (i = 0; i < fleet.count; i++)

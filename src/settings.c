@@ -4,7 +4,14 @@
  * Every setting is PGC_USERSET (a session or a single transaction may change it with
  * SET) and measured in seconds (GUC_UNIT_S: '2min' and '90s' are accepted).
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "settings.h"
+#include "shmem.h"
+#include "maintenance.h"
+#include "fleet_mirror.h"
 
 #include "miscadmin.h"
 #include "utils/guc.h"
@@ -85,9 +92,7 @@ _PG_init(void)
 	MarkGUCPrefixReserved("sched");
 	if (process_shared_preload_libraries_in_progress)
 	{
-		sched_fleet_mirror_preload();
-		sched_counters_preload();
-		sched_inflight_preload();
+		sched_shmem_preload();
 		sched_register_maintenance_workers();
 	}
 }

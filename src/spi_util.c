@@ -2,7 +2,9 @@
  * spi_util.c — statements prepared once per backend and kept (SPI_keepplan), and checked
  * execution: any SPI result other than the expected one is an internal error.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "spi_util.h"
 
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"

@@ -4,7 +4,11 @@
  * names the parameter: 22004 (null_value_not_allowed) for a NULL where a value is
  * required, 22023 (invalid_parameter_value) for an invalid value.  Nothing here writes.
  */
-#include "pg_sched.h"
+#include "postgres.h"
+
+#include "validate.h"
+#include "spi_util.h"
+#include "settings.h"
 
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"

@@ -1615,6 +1615,48 @@ sign(int v)
 	return (v > 0) - (v < 0);
 }
 
+/* A held candidate (concurrent reservations on its node, inflight.c) ranks after every
+ * candidate that is not, whatever the scores; among held ones, the usual order. */
+TEST(ranking_held_candidates_last)
+{
+	SchedRanked a,
+				b;
+	SchedRanked arr[4];
+
+	a = mk_ranked("a", 999999, 0);
+	a.held = true;
+	b = mk_ranked("b", -5000000, 1);
+	CHECK(sched_ranked_cmp(&a, &b) > 0);
+	CHECK(sched_ranked_cmp(&b, &a) < 0);
+	b.held = true;
+	CHECK(sched_ranked_cmp(&a, &b) < 0);		/* both held: higher score first */
+
+	arr[0] = mk_ranked("h-low", 100, 0);
+	arr[0].held = true;
+	arr[1] = mk_ranked("free-low", 50, 1);
+	arr[2] = mk_ranked("h-high", 300, 2);
+	arr[2].held = true;
+	arr[3] = mk_ranked("free-high", 200, 3);
+	sched_rank(arr, 4);
+	CHECK(strcmp(arr[0].node_id, "free-high") == 0);
+	CHECK(strcmp(arr[1].node_id, "free-low") == 0);
+	CHECK(strcmp(arr[2].node_id, "h-high") == 0);
+	CHECK(strcmp(arr[3].node_id, "h-low") == 0);
+}
+
+/* Counting running attempts that concurrent reservations will add: the score's
+ * running-attempts term, nothing else. */
+TEST(score_add_running)
+{
+	SchedRanked r = mk_ranked("n", 1080000, 0);
+
+	r.running_attempts = 2;
+	sched_score_add_running(&r, 3);
+	CHECK_INT(r.running_attempts, 5);
+	CHECK(r.score == 1080000 - 3 * SCHED_SCORE_PER_RUNNING_ATTEMPT);
+	CHECK(!r.held);
+}
+
 TEST(ranking_ties_by_node_id_bytewise)
 {
 	SchedRanked a,
@@ -2535,6 +2577,8 @@ main(int argc, char **argv)
 	RUN(score_formula);
 	RUN(worked_example_seed_000);
 	RUN(ranking_ties_by_node_id_bytewise);
+	RUN(ranking_held_candidates_last);
+	RUN(score_add_running);
 	RUN(labels_sort_and_get);
 	RUN(labels_sort_duplicate_key_is_false);
 	RUN(count_reasons);

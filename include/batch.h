@@ -1,0 +1,77 @@
+/*
+ * batch.h — what one dispatch call keeps between its reservations, and the writes of a reservation (batch.c).
+ */
+#ifndef PG_SCHED_BATCH_H
+#define PG_SCHED_BATCH_H
+
+#include "utils/timestamp.h"
+#include "fleet.h"
+
+/* One fleet a batch read (once per capability and kind) and keeps current. */
+typedef struct SchedBatchFleet
+{
+	char	   *capability;
+	bool		all_nodes;
+	SchedFleet	fleet;
+	int		   *by_node;		/* row indexes sorted by node_id */
+} SchedBatchFleet;
+
+/* The rows one reservation writes (worker and node counters, attempt, START command,
+ * milestone, request), as sched_write_reservation and sched_batch_flush write them. */
+typedef struct SchedReservationWrite
+{
+	int64		request_id;
+	pg_uuid_t	execution_id;
+	pg_uuid_t	step_id;
+	int32		attempt_number;
+	const char *tenant;
+	const char *node_id;
+	pg_uuid_t	worker_id;
+	int64		generation;
+	int32		reserve_cpu_millis;
+	int64		reserve_memory_mb;
+	int32		reserve_gpus;
+	int64		score;
+	pg_uuid_t	attempt_id;
+} SchedReservationWrite;
+
+#define SCHED_BATCH_MAX 64
+
+typedef struct SchedBatch
+{
+	MemoryContext cxt;			/* lives as long as the batch */
+	int			count;
+	int			allocated;
+	SchedBatchFleet *entries;
+	SchedRanked *ranked;		/* scratch for ranking, as large as the largest fleet */
+	int			ranked_size;
+
+	/*
+	 * Deferred writes: with `defer`, reservations are kept here (at most
+	 * SCHED_BATCH_MAX, then flushed) and written together by sched_batch_flush(),
+	 * which the call must call before it returns.
+	 */
+	bool		defer;
+	TimestampTz at;
+	int			npending;
+	SchedReservationWrite pending[SCHED_BATCH_MAX];
+} SchedBatch;
+
+
+/* The batch's fleet of `capability` (every node with all_nodes, else the nodes with a
+ * worker of it), read on first use (the batch's reservations are written first). */
+extern SchedFleet *sched_batch_fleet(SchedBatch *batch, const char *capability,
+									 bool all_nodes);
+/* Copies the node and worker state of `fresh` into every fleet row of the batch for
+ * that node (and worker).  batch may be NULL. */
+extern void sched_batch_update_rows(SchedBatch *batch, const SchedFleetRow *fresh);
+/* Adds the batch's unwritten reservations on row's worker and node to row's counters. */
+extern void sched_batch_count_pending(const SchedBatch *batch, SchedFleetRow *row);
+/* Keeps r to be written with the batch (flushing first when the batch is full). */
+extern void sched_batch_defer(SchedBatch *batch, const SchedReservationWrite *r);
+/* Writes the batch's unwritten reservations, in one statement; none: nothing. */
+extern void sched_batch_flush(SchedBatch *batch);
+/* Writes one reservation now, in one statement. */
+extern void sched_write_reservation(const SchedReservationWrite *r, TimestampTz at);
+
+#endif							/* PG_SCHED_BATCH_H */

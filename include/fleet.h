@@ -1,0 +1,98 @@
+/*
+ * fleet.h — reading the fleet from the tables, locking a (worker, node) pair, and admission and ranking over a fleet (fleet.c).
+ */
+#ifndef PG_SCHED_FLEET_H
+#define PG_SCHED_FLEET_H
+
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "storage/itemptr.h"
+#include "utils/uuid.h"
+#include "placement.h"
+
+/* One (node, worker-for-the-capability) pair of the fleet snapshot. */
+typedef struct SchedFleetRow
+{
+	SchedCandidate c;
+	pg_uuid_t	worker_id;		/* valid when c.has_worker */
+	int64		generation;
+	ItemPointerData worker_tid;	/* the row versions read, for sched_fleet_pair_locker */
+	ItemPointerData node_tid;
+	void	   *owned;			/* the fleet mirror's chunk holding the row's strings */
+	bool		busy;			/* batches only: held by another running transaction
+								 * when tried; passed over for the rest of the call */
+	uint32		node_hash;		/* sched_node_hash(c.node_id) */
+} SchedFleetRow;
+
+typedef struct SchedFleet
+{
+	int			count;
+	SchedFleetRow *rows;
+	int			busy_count;		/* rows marked busy */
+} SchedFleet;
+
+/* How sched_fleet_load (and sched_fleet_read, fleet_mirror.h) read (flags). */
+#define SCHED_FLEET_ALL_NODES	0x01	/* every node (LEFT JOIN), sorted by node_id bytewise;
+										 * otherwise only nodes with a worker for the
+										 * capability, in no particular order */
+#define SCHED_FLEET_FRESH		0x02	/* a new snapshot that sees this transaction's own
+										 * earlier writes (dispatch); otherwise the calling
+										 * statement's snapshot (STABLE functions) */
+#define SCHED_FLEET_LABELS		0x04	/* parse node labels (else left empty) */
+#define SCHED_FLEET_COPY		0x08	/* the caller will modify the rows (not their
+										 * strings): never hand out the mirror's */
+
+/* The columns of a fleet row (fleet.c decodes them; fleet_mirror.c reads them too). */
+#define SCHED_FLEET_COLUMNS \
+	"SELECT n.node_id, n.management_status, n.labels, n.cpu_millis, n.memory_mb, n.gpus, " \
+	"       n.weight, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, " \
+	"       n.live_attempts, w.worker_id, w.runtime_state, w.scheduling_status, " \
+	"       w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts, w.generation, " \
+	"       w.ctid, n.ctid "
+#define SCHED_FLEET_COLUMN_COUNT 21
+
+/* The 32-bit hash of a node_id (SchedFleetRow.node_hash; inflight.c keys nodes by it). */
+extern uint32 sched_node_hash(const char *node_id);
+
+/* Decodes one fleet row (strings palloc'd in CurrentMemoryContext); see fleet.c. */
+extern void sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r,
+							   bool with_labels, const SchedPlacement *keys_of);
+
+/* Reads the fleet for one capability from the tables, in CurrentMemoryContext, inside
+ * SPI.  With keys_of (and SCHED_FLEET_LABELS), a node's labels hold only the keys that
+ * placement requires or prefers; without, all of them.  Placement reads through
+ * sched_fleet_read (fleet_mirror.h), which answers from the mirror where it can. */
+extern void sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
+							 SchedFleet *fleet);
+
+/* SCHED_FLEET_LABELS when placement p needs node labels (for eligibility alone, only
+ * required labels matter; for scores, preferred ones too). */
+extern int	sched_fleet_flags_for(const SchedPlacement *p, bool for_eligibility_only);
+
+/*
+ * Locks worker `worker_id` and its node (FOR UPDATE OF both; with skip_locked, SKIP
+ * LOCKED) and reads them fresh.  Returns false when the rows are locked by another
+ * transaction (skip_locked) or the worker no longer exists.
+ */
+extern bool sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row);
+
+/* Another in-progress transaction holding the worker or node row of `row` (as read),
+ * or InvalidTransactionId.  Takes no lock. */
+extern TransactionId sched_fleet_pair_locker(const SchedFleetRow *row);
+
+/* Admitted pairs of the fleet that are not busy, scored, in fleet order, into out
+ * (fleet->count room); returns how many. */
+extern int	sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, SchedRanked *out);
+
+/* Admitted pairs of the fleet, scored and ranked best first (palloc'd; *count set). */
+extern SchedRanked *sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count);
+
+/*
+ * The aggregated summary over every node of the fleet ("0/3 nodes eligible: ..."), with
+ * (each optional) the number of eligible nodes and whether some node fails only on
+ * transient reasons (no_free_slot, *_exhausted).
+ */
+extern char *sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet,
+								 int *eligible, bool *transient);
+
+#endif							/* PG_SCHED_FLEET_H */

@@ -1,0 +1,52 @@
+/*
+ * fleet_mirror.h — the per-backend fleet mirror and the shared change log that keeps it current (fleet_mirror.c).
+ */
+#ifndef PG_SCHED_FLEET_MIRROR_H
+#define PG_SCHED_FLEET_MIRROR_H
+
+#include "fleet.h"
+
+extern int	sched_fleet_change_log_size;
+extern bool sched_fleet_mirror;
+
+/* The change log's shared memory (shmem.c allocates it, when preloading). */
+extern Size sched_fleet_mirror_shmem_size(void);
+extern void sched_fleet_mirror_shmem_attach(void *ptr, bool found);
+
+/* Whether this backend may answer fleet reads from its mirror now. */
+extern bool sched_fleet_mirror_usable(void);
+
+/*
+ * The fleet of `capability` (nodes with a worker for it) from the mirror, brought up to
+ * the active snapshot (fresh: a new snapshot that sees this transaction's writes).  The
+ * rows are borrowed (valid until the transaction ends; not to be modified).  Returns
+ * false when the mirror cannot answer: read the tables instead.  Inside SPI.
+ */
+extern bool sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet);
+
+/* The fleet of `capability` as sched_fleet_load reads it (flags as there), from the
+ * mirror where it can answer (never for SCHED_FLEET_ALL_NODES), else from the tables. */
+extern void sched_fleet_read(const char *capability, int flags, const SchedPlacement *keys_of,
+							 SchedFleet *fleet);
+
+/* This backend's mirror counters (sched._fleet_mirror_stats, diagnostics.c). */
+typedef struct SchedMirrorStats
+{
+	bool		usable;
+	int			capabilities;
+	int			rows_held;
+	int			pending;
+	int64		refreshes;
+	int64		full_loads;
+	int64		rows_reread;
+	int64		bypassed;
+	int64		losses;
+} SchedMirrorStats;
+extern void sched_fleet_mirror_get_stats(SchedMirrorStats *out);
+
+/* Nodes whose mirrored rows of `capability`, brought up to a fresh snapshot, differ from
+ * the tables read with that snapshot (0 is the mirror's invariant); -1 when the mirror
+ * cannot answer. */
+extern int	sched_fleet_mirror_differences(const char *capability);
+
+#endif							/* PG_SCHED_FLEET_MIRROR_H */

@@ -1,0 +1,61 @@
+/*
+ * reservation.h — stage 4, the reservation transaction: dispatch of one request (reservation.c).
+ */
+#ifndef PG_SCHED_RESERVATION_H
+#define PG_SCHED_RESERVATION_H
+
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+#include "batch.h"
+
+/* Why an UNSCHEDULABLE request was left queued (see leave_queued in reservation.c). */
+typedef enum SchedWait
+{
+	SCHED_WAIT_NONE = 0,		/* not left queued */
+	SCHED_WAIT_CAPACITY,		/* only transient reasons: keeps its place, no backoff */
+	SCHED_WAIT_STATIC,			/* the fleet as it is cannot run it: backs off */
+	SCHED_WAIT_CONTENTION		/* eligible pairs held or taken by concurrent dispatches */
+} SchedWait;
+
+typedef struct SchedDispatchResult
+{
+	const char *outcome;
+	int64		request_id;
+	bool		has_attempt;
+	pg_uuid_t	attempt_id;
+	char	   *node_id;
+	pg_uuid_t	worker_id;
+	int64		lease_version;
+	bool		has_score;
+	int64		score;
+	char	   *detail;
+	int			conflicts;		/* candidates skipped or refused by the re-check */
+	int			held_passed;	/* better candidates not tried: concurrent dispatches
+								 * were reserving them (inflight.c) */
+	SchedWait	waits;			/* UNSCHEDULABLE: why it was left queued */
+} SchedDispatchResult;
+
+/*
+ * The reservation transaction for one request, inside SPI, in the caller's transaction
+ * (see the locking protocol in reservation.c).  from_queue: the request came from a
+ * queue scan: it is skipped (false returned, nothing written) when another transaction
+ * holds its step, row or execution, or when it is no longer ready; nothing is waited
+ * for.  batch: the dispatch_next call's batch (batch.h), or NULL to read the fleet
+ * afresh and write at once.  key: the
+ * request's (step_id, attempt_number) when the caller read them already, else NULL.
+ */
+typedef struct SchedStepKey
+{
+	pg_uuid_t	step_id;
+	int32		attempt_number;
+} SchedStepKey;
+
+extern bool sched_dispatch_request(int64 request_id, const SchedStepKey *key,
+								   const pg_uuid_t *claim_id, TimestampTz at,
+								   bool from_queue, SchedBatch *batch,
+								   SchedDispatchResult *res);
+
+/* Fills a sched.dispatch_result row (values/nulls of 8) from res. */
+extern void sched_dispatch_result_values(const SchedDispatchResult *res, Datum *values, bool *nulls);
+
+#endif							/* PG_SCHED_RESERVATION_H */

@@ -1,0 +1,44 @@
+/*
+ * spi_util.h — statements prepared once and kept (SPI_keepplan), and SPI result accessors (spi_util.c).
+ */
+#ifndef PG_SCHED_SPI_UTIL_H
+#define PG_SCHED_SPI_UTIL_H
+
+#include "executor/spi.h"
+#include "utils/uuid.h"
+
+/*
+ * A statement prepared on first use and kept for the life of the backend
+ * (SPI_keepplan).  The plan cache re-plans it after invalidation, including after the
+ * extension is dropped and created again.
+ */
+typedef struct SchedStatement
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[16];
+	SPIPlanPtr	plan;
+	bool		custom_plan;	/* plan for each call's values (CURSOR_OPT_CUSTOM_PLAN):
+								 * for statements whose best plan depends on them */
+	bool		generic_plan;	/* never plan for the values (CURSOR_OPT_GENERIC_PLAN):
+								 * for statements whose values the planner would only
+								 * look at to arrive at the same plan */
+} SchedStatement;
+
+/* The kept plan of a statement, prepared on first use. */
+extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
+
+/* Runs a kept statement; fails loudly unless SPI returns `expected`.  Returns in the
+ * caller's memory context (SPI itself returns in its procedure context). */
+extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
+						   bool read_only, long count, int expected);
+
+/* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
+extern Datum sched_spi_get(int row, int col, bool *isnull);
+extern char *sched_spi_text(int row, int col);	/* NULL when SQL NULL */
+extern int64 sched_spi_int64(int row, int col); /* 0 when SQL NULL */
+
+/* The uuid of an array of 16 bytes, formatted. */
+extern char *sched_uuid_out(const pg_uuid_t *u);
+
+#endif							/* PG_SCHED_SPI_UTIL_H */

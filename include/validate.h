@@ -1,0 +1,82 @@
+/*
+ * validate.h — parameter checks and parsing: placement arguments, label maps, the request row (validate.c).
+ */
+#ifndef PG_SCHED_VALIDATE_H
+#define PG_SCHED_VALIDATE_H
+
+#include "fmgr.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+#include "placement.h"
+
+/*
+ * Parses a label map (a JSON object of strings) into a sorted SchedLabelSet allocated in
+ * CurrentMemoryContext.  With `parameter` set, anything but an object of strings is an
+ * ERROR (22023) naming it; with parameter NULL (stored node labels), non-string values
+ * are ignored.
+ */
+extern void sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out);
+
+/*
+ * The labels of `labels` whose keys appear in a or b (sorted label sets), sorted: all a
+ * placement needs of a node's labels, looked up without parsing the whole map.  Keys
+ * point into a and b; values are copied.  Non-string values are left out.
+ */
+extern void sched_labels_pick(Jsonb *labels, const SchedLabelSet *a, const SchedLabelSet *b,
+							  SchedLabelSet *out);
+
+/* The request of a placement function call: the parsed placement and its raw inputs. */
+typedef struct SchedPlacementArgs
+{
+	SchedPlacement p;
+	TimestampTz at;
+} SchedPlacementArgs;
+
+/*
+ * Validates and parses the 13 placement parameters of select_candidate, rank_candidates
+ * and qualification_reasons (SPEC section 3), in that order, from fcinfo.  ERROR with
+ * 22004 or 22023 naming the parameter on bad input.
+ */
+extern void sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out);
+
+/* heartbeat cutoff = at - ttl (ttl NULL: sched.heartbeat_ttl).  Checks ttl > 0. */
+extern void sched_placement_set_clock(SchedPlacementArgs *args, TimestampTz at, Interval *ttl);
+
+/*
+ * Loads request `request_id` into *out (labels parsed, heartbeat TTL from the setting),
+ * reading it as `lock` says.  Returns false if there is no such request, or (SKIP) it
+ * is locked by another transaction.
+ * Must be called inside SPI.  Fills the extra fields below when given.
+ */
+typedef struct SchedRequestRow
+{
+	int64		request_id;
+	pg_uuid_t	execution_id;
+	pg_uuid_t	step_id;
+	int32		attempt_number;
+	char	   *tenant;
+	char	   *state;
+	bool		has_claim;
+	pg_uuid_t	claim_id;
+	TimestampTz claimed_until;
+	int32		tries;
+	TimestampTz available_at;
+	char	   *avoid_node_id;	/* NULL: none */
+	char	   *last_reason;	/* NULL: none */
+} SchedRequestRow;
+
+/* How a row is read: no lock, FOR UPDATE, or FOR UPDATE SKIP LOCKED. */
+typedef enum SchedRowLock
+{
+	SCHED_LOCK_NONE,
+	SCHED_LOCK_WAIT,
+	SCHED_LOCK_SKIP
+} SchedRowLock;
+
+extern bool sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
+							   SchedPlacementArgs *out, SchedRequestRow *row);
+
+extern void sched_check_not_null(FunctionCallInfo fcinfo, int argno, const char *parameter);
+
+#endif							/* PG_SCHED_VALIDATE_H */

@@ -1,0 +1,408 @@
+/*
+ * batch.c — what one dispatch call keeps between its reservations: the fleets it read
+ * once and keeps current in memory, and the reservations it has made but not written
+ * yet; and the writes of a reservation, one at a time or a batch in one statement.
+ *
+ * A batch (SchedBatch) lives as long as one dispatch_next call, in the call's memory.
+ * Its fleets are read through the fleet mirror (fleet_mirror.c) with a snapshot that
+ * sees the transaction's own writes, so the batch's deferred reservations are written
+ * before any new fleet is read.  After every locked re-read of a pair its counters and
+ * states are copied into every fleet row of that node and worker
+ * (sched_batch_update_rows): the cached values only steer ranking; admission is always
+ * re-checked on the locked rows (reservation.c).
+ *
+ * Deferred writes: the batch holds at most SCHED_BATCH_MAX reservations, then writes
+ * them in one statement; the call must write the rest (sched_batch_flush) before it
+ * returns.  While a reservation is deferred, the worker and node rows it counts on stay
+ * locked by the transaction, so nobody else reads counters that miss it;
+ * sched_batch_count_pending adds them to rows the transaction re-reads.
+ */
+#include "postgres.h"
+
+#include "batch.h"
+#include "fleet_mirror.h"
+#include "spi_util.h"
+#include "settings.h"
+
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+static void index_by_node(SchedBatchFleet *e);
+static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
+
+/*
+ * The reservation's writes, in one statement (one executor start instead of six): the
+ * worker's slot, the node's reservations, the attempt, its START command, the timeline
+ * milestone (idempotent) and the request's DISPATCHED state.  Foreign keys of the
+ * command to the attempt are checked at the end of the statement, when both exist.
+ */
+static SchedStatement reservation_writes = {
+	"WITH w AS ( "
+	"  UPDATE sched.worker SET live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
+	"   WHERE worker_id OPERATOR(pg_catalog.=) $7 RETURNING 1 "
+	"), n AS ( "
+	"  UPDATE sched.node SET "
+	"         reserved_cpu_millis = reserved_cpu_millis OPERATOR(pg_catalog.+) $9, "
+	"         reserved_memory_mb = reserved_memory_mb OPERATOR(pg_catalog.+) $10, "
+	"         reserved_gpus = reserved_gpus OPERATOR(pg_catalog.+) $11, "
+	"         live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
+	"   WHERE node_id OPERATOR(pg_catalog.=) $6 RETURNING 1 "
+	"), a AS ( "
+	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, "
+	"         tenant, node_id, worker_id, worker_generation, lease_version, status, "
+	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, "
+	"         lease_expires_at) "
+	"  VALUES ($15, $1, $2, $3, $4, $5, $6, $7, $8, 1, 'DISPATCHED', $9, $10, $11, $12, $13, "
+	"          $13 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $14)) "
+	"  RETURNING 1 "
+	"), c AS ( "
+	"  INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
+	"         request_id, created_at) VALUES ($7, $8, 'START', $15, 1, $1, $13) RETURNING 1 "
+	"), t AS ( "
+	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
+	"         attempt_id, state, component, title, detail, at) "
+	"  VALUES ($2, 'step.worker.selected:' OPERATOR(pg_catalog.||) $3::text "
+	"              OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $4::text, "
+	"          'SCHEDULING', $3, $4, $15, 'SUCCEEDED', 'Scheduler', 'Node and worker selected', "
+	"          pg_catalog.jsonb_build_object('node_id', $6, 'worker_id', $7, 'score', $12, "
+	"                                        'request_id', $1), $13) "
+	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
+	"), r AS ( "
+	"  UPDATE sched.request SET state = 'DISPATCHED', attempt_id = $15, claim_id = NULL, "
+	"         claimed_until = NULL, last_reason = NULL, tries = tries OPERATOR(pg_catalog.+) 1 "
+	"   WHERE request_id OPERATOR(pg_catalog.=) $1 RETURNING 1 "
+	") "
+	"SELECT (SELECT pg_catalog.count(*) FROM w) OPERATOR(pg_catalog.+) "
+	"       (SELECT pg_catalog.count(*) FROM n) OPERATOR(pg_catalog.+) "
+	"       (SELECT pg_catalog.count(*) FROM r)",
+	15, {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID, UUIDOID, INT8OID,
+		INT4OID, INT8OID, INT4OID, INT8OID, TIMESTAMPTZOID, FLOAT8OID, UUIDOID}
+};
+
+/*
+ * The same writes for a whole batch of reservations (dispatch_next): one row per
+ * reservation in the arrays; the worker and node counters are summed per row.
+ */
+static SchedStatement reservation_writes_batch = {
+	"WITH p AS MATERIALIZED ( "
+	"  SELECT p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
+	"         p.node_id COLLATE \"C\" AS node_id, p.worker_id, p.generation, p.cpu, p.mem, "
+	"         p.gpus, p.score, p.attempt_id, p.ord "
+	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::uuid[]), "
+	"                    pg_catalog.unnest($3::uuid[]), pg_catalog.unnest($4::int4[]), "
+	"                    pg_catalog.unnest($5::text[]), pg_catalog.unnest($6::text[]), "
+	"                    pg_catalog.unnest($7::uuid[]), pg_catalog.unnest($8::int8[]), "
+	"                    pg_catalog.unnest($9::int4[]), pg_catalog.unnest($10::int8[]), "
+	"                    pg_catalog.unnest($11::int4[]), pg_catalog.unnest($12::int8[]), "
+	"                    pg_catalog.unnest($13::uuid[])) WITH ORDINALITY "
+	"         AS p(request_id, execution_id, step_id, attempt_number, tenant, node_id, "
+	"              worker_id, generation, cpu, mem, gpus, score, attempt_id, ord) "
+	"), w AS ( "
+	"  UPDATE sched.worker x SET live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
+	"    FROM (SELECT p.worker_id, pg_catalog.count(*)::int4 AS n FROM p GROUP BY p.worker_id) d "
+	"   WHERE x.worker_id OPERATOR(pg_catalog.=) d.worker_id RETURNING 1 "
+	"), n AS ( "
+	"  UPDATE sched.node x SET "
+	"         reserved_cpu_millis = x.reserved_cpu_millis OPERATOR(pg_catalog.+) d.cpu, "
+	"         reserved_memory_mb = x.reserved_memory_mb OPERATOR(pg_catalog.+) d.mem, "
+	"         reserved_gpus = x.reserved_gpus OPERATOR(pg_catalog.+) d.gpus, "
+	"         live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
+	"    FROM (SELECT p.node_id, pg_catalog.count(*)::int4 AS n, pg_catalog.sum(p.cpu)::int4 AS cpu, "
+	"                 pg_catalog.sum(p.mem)::int8 AS mem, pg_catalog.sum(p.gpus)::int4 AS gpus "
+	"            FROM p GROUP BY p.node_id) d "
+	"   WHERE x.node_id OPERATOR(pg_catalog.=) d.node_id RETURNING 1 "
+	"), a AS ( "
+	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, "
+	"         tenant, node_id, worker_id, worker_generation, lease_version, status, "
+	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, "
+	"         lease_expires_at) "
+	"  SELECT p.attempt_id, p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
+	"         p.node_id, p.worker_id, p.generation, 1, 'DISPATCHED', p.cpu, p.mem, p.gpus, p.score, "
+	"         $14, $14 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $15) FROM p "
+	"  RETURNING 1 "
+	"), c AS ( "
+	"  INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
+	"         request_id, created_at) "
+	"  SELECT p.worker_id, p.generation, 'START', p.attempt_id, 1, p.request_id, $14 "
+	"    FROM p ORDER BY p.ord RETURNING 1 "
+	"), t AS ( "
+	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
+	"         attempt_id, state, component, title, detail, at) "
+	"  SELECT p.execution_id, 'step.worker.selected:' OPERATOR(pg_catalog.||) p.step_id::text "
+	"         OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) p.attempt_number::text, "
+	"         'SCHEDULING', p.step_id, p.attempt_number, p.attempt_id, 'SUCCEEDED', 'Scheduler', "
+	"         'Node and worker selected', "
+	"         pg_catalog.jsonb_build_object('node_id', p.node_id, 'worker_id', p.worker_id, "
+	"                                       'score', p.score, 'request_id', p.request_id), $14 "
+	"    FROM p ORDER BY p.ord "
+	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
+	"), r AS ( "
+	"  UPDATE sched.request x SET state = 'DISPATCHED', attempt_id = p.attempt_id, claim_id = NULL, "
+	"         claimed_until = NULL, last_reason = NULL, tries = x.tries OPERATOR(pg_catalog.+) 1 "
+	"    FROM p WHERE x.request_id OPERATOR(pg_catalog.=) p.request_id RETURNING 1 "
+	") "
+	"SELECT (SELECT pg_catalog.count(*) FROM r), (SELECT pg_catalog.count(*) FROM a)",
+	15, {INT8ARRAYOID, UUIDARRAYOID, UUIDARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+		UUIDARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID,
+		UUIDARRAYOID, TIMESTAMPTZOID, FLOAT8OID}
+};
+
+static Datum
+array_of(Datum *elems, int n, Oid type)
+{
+	int16		len;
+	bool		byval;
+	char		align;
+
+	get_typlenbyvalalign(type, &len, &byval, &align);
+	return PointerGetDatum(construct_array(elems, n, type, len, byval, align));
+}
+
+void
+sched_batch_flush(SchedBatch *cache)
+{
+	int			n = cache == NULL ? 0 : cache->npending;
+	Datum	   *cols[13];
+	Datum		v[15];
+	int			i;
+	int			k;
+	static const Oid types[13] = {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID,
+	UUIDOID, INT8OID, INT4OID, INT8OID, INT4OID, INT8OID, UUIDOID};
+
+	if (n == 0)
+		return;
+	for (k = 0; k < 13; k++)
+		cols[k] = palloc(sizeof(Datum) * n);
+	for (i = 0; i < n; i++)
+	{
+		SchedReservationWrite *r = &cache->pending[i];
+
+		cols[0][i] = Int64GetDatum(r->request_id);
+		cols[1][i] = UUIDPGetDatum(&r->execution_id);
+		cols[2][i] = UUIDPGetDatum(&r->step_id);
+		cols[3][i] = Int32GetDatum(r->attempt_number);
+		cols[4][i] = CStringGetTextDatum(r->tenant);
+		cols[5][i] = CStringGetTextDatum(r->node_id);
+		cols[6][i] = UUIDPGetDatum(&r->worker_id);
+		cols[7][i] = Int64GetDatum(r->generation);
+		cols[8][i] = Int32GetDatum(r->reserve_cpu_millis);
+		cols[9][i] = Int64GetDatum(r->reserve_memory_mb);
+		cols[10][i] = Int32GetDatum(r->reserve_gpus);
+		cols[11][i] = Int64GetDatum(r->score);
+		cols[12][i] = UUIDPGetDatum(&r->attempt_id);
+	}
+	for (k = 0; k < 13; k++)
+		v[k] = array_of(cols[k], n, types[k]);
+	v[13] = TimestampTzGetDatum(cache->at);
+	v[14] = Float8GetDatum((double) sched_lease_ttl_s);
+	sched_spi_exec(&reservation_writes_batch, v, NULL, false, 1, SPI_OK_SELECT);
+	if (sched_spi_int64(0, 1) != n || sched_spi_int64(0, 2) != n)
+		elog(ERROR, "pg_sched: batched reservation wrote " INT64_FORMAT " of %d requests",
+			 sched_spi_int64(0, 1), n);
+	cache->npending = 0;
+	for (k = 0; k < 13; k++)
+		pfree(cols[k]);
+}
+
+/*
+ * The batch's unwritten reservations on the worker and node of `row`, added to the rows
+ * read from the table: what the counters will be once the batch is written.  Only the
+ * batch's own transaction can change these rows meanwhile (it holds them locked).
+ */
+void
+sched_batch_count_pending(const SchedBatch *cache, SchedFleetRow *row)
+{
+	int			i;
+
+	if (cache == NULL)
+		return;
+	for (i = 0; i < cache->npending; i++)
+	{
+		const SchedReservationWrite *r = &cache->pending[i];
+
+		if (memcmp(&r->worker_id, &row->worker_id, sizeof(pg_uuid_t)) == 0)
+			row->c.worker_live_attempts++;
+		if (strcmp(r->node_id, row->c.node_id) == 0)
+		{
+			row->c.node_live_attempts++;
+			row->c.reserved_cpu_millis += r->reserve_cpu_millis;
+			row->c.reserved_memory_mb += r->reserve_memory_mb;
+			row->c.reserved_gpus += r->reserve_gpus;
+		}
+	}
+}
+
+/* Writes one reservation at once (dispatch_attempt, or a call that does not defer). */
+void
+sched_write_reservation(const SchedReservationWrite *r, TimestampTz at)
+{
+	Datum		v[15];
+
+	v[0] = Int64GetDatum(r->request_id);
+	v[1] = UUIDPGetDatum(&r->execution_id);
+	v[2] = UUIDPGetDatum(&r->step_id);
+	v[3] = Int32GetDatum(r->attempt_number);
+	v[4] = CStringGetTextDatum(r->tenant);
+	v[5] = CStringGetTextDatum(r->node_id);
+	v[6] = UUIDPGetDatum(&r->worker_id);
+	v[7] = Int64GetDatum(r->generation);
+	v[8] = Int32GetDatum(r->reserve_cpu_millis);
+	v[9] = Int64GetDatum(r->reserve_memory_mb);
+	v[10] = Int32GetDatum(r->reserve_gpus);
+	v[11] = Int64GetDatum(r->score);
+	v[12] = TimestampTzGetDatum(at);
+	v[13] = Float8GetDatum((double) sched_lease_ttl_s);
+	v[14] = UUIDPGetDatum(&r->attempt_id);
+	sched_spi_exec(&reservation_writes, v, NULL, false, 1, SPI_OK_SELECT);
+	if (sched_spi_int64(0, 1) != 3)
+		elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " wrote an unexpected number of rows",
+			 r->request_id);
+}
+
+/*
+ * Records reservation r (its strings copied into the batch's memory) to be written with
+ * the batch, writing the batch first when it is full.
+ */
+void
+sched_batch_defer(SchedBatch *batch, const SchedReservationWrite *r)
+{
+	MemoryContext old;
+	SchedReservationWrite *w;
+
+	if (batch->npending == SCHED_BATCH_MAX)
+		sched_batch_flush(batch);
+	old = MemoryContextSwitchTo(batch->cxt);
+	w = &batch->pending[batch->npending++];
+	*w = *r;
+	w->tenant = pstrdup(r->tenant);
+	w->node_id = pstrdup(r->node_id);
+	MemoryContextSwitchTo(old);
+}
+
+SchedFleet *
+sched_batch_fleet(SchedBatch *cache, const char *capability, bool all_nodes)
+{
+	int			i;
+	MemoryContext old;
+	SchedBatchFleet *e;
+
+	for (i = 0; i < cache->count; i++)
+		if (cache->entries[i].all_nodes == all_nodes &&
+			strcmp(cache->entries[i].capability, capability) == 0)
+			return &cache->entries[i].fleet;
+	/* the new read must see the batch's reservations: write them first */
+	sched_batch_flush(cache);
+	old = MemoryContextSwitchTo(cache->cxt);
+	if (cache->count == cache->allocated)
+	{
+		cache->allocated = Max(4, cache->allocated * 2);
+		cache->entries = cache->entries == NULL
+			? palloc(sizeof(SchedBatchFleet) * cache->allocated)
+			: repalloc(cache->entries, sizeof(SchedBatchFleet) * cache->allocated);
+	}
+	e = &cache->entries[cache->count++];
+	e->capability = pstrdup(capability);
+	e->all_nodes = all_nodes;
+	sched_fleet_read(capability,
+					 SCHED_FLEET_FRESH | SCHED_FLEET_LABELS | SCHED_FLEET_COPY |
+					 (all_nodes ? SCHED_FLEET_ALL_NODES : 0),
+					 NULL, &e->fleet);
+	index_by_node(e);
+	if (e->fleet.count > cache->ranked_size)
+	{
+		cache->ranked_size = e->fleet.count;
+		cache->ranked = cache->ranked == NULL
+			? palloc(sizeof(SchedRanked) * cache->ranked_size)
+			: repalloc(cache->ranked, sizeof(SchedRanked) * cache->ranked_size);
+	}
+	MemoryContextSwitchTo(old);
+	return &e->fleet;
+}
+
+void
+sched_batch_update_rows(SchedBatch *cache, const SchedFleetRow *fresh)
+{
+	int			i;
+
+	if (cache == NULL)
+		return;
+	for (i = 0; i < cache->count; i++)
+	{
+		SchedFleetRow *r = row_of_node(&cache->entries[i], fresh->c.node_id);
+		SchedCandidate *c;
+
+		if (r == NULL)
+			continue;
+		c = &r->c;
+		/* node fields: shared by the node's workers of every capability */
+		c->management_status = fresh->c.management_status;
+		c->cpu_millis = fresh->c.cpu_millis;
+		c->memory_mb = fresh->c.memory_mb;
+		c->gpus = fresh->c.gpus;
+		c->weight = fresh->c.weight;
+		c->reserved_cpu_millis = fresh->c.reserved_cpu_millis;
+		c->reserved_memory_mb = fresh->c.reserved_memory_mb;
+		c->reserved_gpus = fresh->c.reserved_gpus;
+		c->node_live_attempts = fresh->c.node_live_attempts;
+		/* worker fields: only the row of that worker (labels and versions, which live
+		 * in the caller's memory, are not copied) */
+		if (c->has_worker && memcmp(&r->worker_id, &fresh->worker_id, sizeof(pg_uuid_t)) == 0)
+		{
+			c->runtime_state = fresh->c.runtime_state;
+			c->scheduling_status = fresh->c.scheduling_status;
+			c->has_heartbeat = fresh->c.has_heartbeat;
+			c->last_heartbeat = fresh->c.last_heartbeat;
+			c->slots = fresh->c.slots;
+			c->worker_live_attempts = fresh->c.worker_live_attempts;
+			r->generation = fresh->generation;
+		}
+	}
+}
+
+static const SchedFleet *sort_fleet;
+
+static int
+row_node_cmp(const void *a, const void *b)
+{
+	return strcmp(sort_fleet->rows[*(const int *) a].c.node_id,
+				  sort_fleet->rows[*(const int *) b].c.node_id);
+}
+
+/* Builds e->by_node: row indexes of e's fleet sorted by node_id (one row per node). */
+static void
+index_by_node(SchedBatchFleet *e)
+{
+	int			i;
+
+	e->by_node = palloc(sizeof(int) * Max(e->fleet.count, 1));
+	for (i = 0; i < e->fleet.count; i++)
+		e->by_node[i] = i;
+	sort_fleet = &e->fleet;
+	qsort(e->by_node, e->fleet.count, sizeof(int), row_node_cmp);
+	sort_fleet = NULL;
+}
+
+/* The row of node_id in e's fleet, or NULL. */
+static SchedFleetRow *
+row_of_node(SchedBatchFleet *e, const char *node_id)
+{
+	int			lo = 0;
+	int			hi = e->fleet.count - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		SchedFleetRow *r = &e->fleet.rows[e->by_node[mid]];
+		int			c = strcmp(r->c.node_id, node_id);
+
+		if (c == 0)
+			return r;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
