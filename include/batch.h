@@ -73,5 +73,9 @@ extern void sched_batch_defer(SchedBatch *batch, const SchedReservationWrite *r)
 extern void sched_batch_flush(SchedBatch *batch);
 /* Writes one reservation now, in one statement. */
 extern void sched_write_reservation(const SchedReservationWrite *r, TimestampTz at);
+/* Releases an ended attempt's reservation (worker slot, node resources). */
+extern void sched_release_reservation(const pg_uuid_t *worker_id, const char *node_id,
+									  int32 reserve_cpu_millis, int64 reserve_memory_mb,
+									  int32 reserve_gpus);
 
 #endif							/* PG_SCHED_BATCH_H */

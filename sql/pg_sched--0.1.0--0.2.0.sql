@@ -150,111 +150,22 @@ END
 $$;
 
 
--- retries carry the payload
+-- ---------------------------------------------------------------------------------
+-- The lifecycle in C (src/lifecycle.c): the worker protocol, leases, reaping, ending
+-- attempts (retries carry the payload) and closing executions.  The PL/pgSQL helpers it
+-- replaces go; poll_commands returns what the worker needs (a new result type: drop
+-- and create).
+-- ---------------------------------------------------------------------------------
 
-/*
- * Ends live attempt `a` (locked by the caller) with status SUCCEEDED, FAILED, CANCELLED
- * or LOST: releases its slot and reservations, records the milestone, and for FAILED and
- * LOST requeues the step as attempt_number + 1 (retry backoff 1 s doubling, at most
- * sched.retry_backoff_max; the retry avoids this node when another is eligible) while
- * attempts remain, else fails the execution.
- */
-CREATE OR REPLACE FUNCTION sched._end_attempt(a sched.attempt, status text, detail jsonb, at timestamptz)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    req sched.request;
-    exec_status text;
-    retry_at timestamptz;
-    new_id bigint;
-    will_retry boolean;
-BEGIN
-    SELECT * INTO req FROM sched.request r WHERE r.request_id = a.request_id;
-    will_retry := _end_attempt.status IN ('FAILED', 'LOST') AND a.attempt_number < req.max_attempts;
-
-    -- the execution before the worker and node (lock order); exclusive only to fail it
-    IF _end_attempt.status IN ('FAILED', 'LOST') AND NOT will_retry THEN
-        SELECT e.status INTO exec_status FROM sched.execution e
-         WHERE e.execution_id = a.execution_id FOR NO KEY UPDATE;
-    ELSE
-        SELECT e.status INTO exec_status FROM sched.execution e
-         WHERE e.execution_id = a.execution_id FOR SHARE;
-    END IF;
-
-    UPDATE sched.attempt x SET status = _end_attempt.status, finished_at = at,
-           detail = coalesce(_end_attempt.detail, x.detail)
-     WHERE x.attempt_id = a.attempt_id;
-    UPDATE sched.worker w SET live_attempts = w.live_attempts - 1 WHERE w.worker_id = a.worker_id;
-    UPDATE sched.node n SET
-        reserved_cpu_millis = n.reserved_cpu_millis - a.reserve_cpu_millis,
-        reserved_memory_mb = n.reserved_memory_mb - a.reserve_memory_mb,
-        reserved_gpus = n.reserved_gpus - a.reserve_gpus,
-        live_attempts = n.live_attempts - 1
-     WHERE n.node_id = a.node_id;
-
-    PERFORM sched._milestone(a.execution_id,
-        format('step.attempt.%s:%s:%s', lower(_end_attempt.status), a.step_id, a.attempt_number),
-        'EXECUTION', a.step_id, a.attempt_number, a.attempt_id, _end_attempt.status,
-        CASE WHEN _end_attempt.status = 'LOST' THEN 'Reaper' ELSE 'Worker' END,
-        CASE _end_attempt.status WHEN 'SUCCEEDED' THEN 'Attempt succeeded'
-                                 WHEN 'FAILED' THEN 'Attempt failed'
-                                 WHEN 'CANCELLED' THEN 'Attempt cancelled'
-                                 ELSE 'Attempt lost: lease expired' END,
-        jsonb_strip_nulls(jsonb_build_object('node_id', a.node_id, 'worker_id', a.worker_id,
-                                             'detail', _end_attempt.detail)),
-        at);
-
-    IF _end_attempt.status NOT IN ('FAILED', 'LOST')
-       OR exec_status NOT IN ('CREATED', 'QUEUED', 'RUNNING') THEN
-        RETURN;
-    END IF;
-
-    IF NOT will_retry THEN
-        PERFORM sched._close_execution(a.execution_id, 'FAILED', at);
-        RETURN;
-    END IF;
-
-    retry_at := at + make_interval(secs => least(power(2, a.attempt_number - 1),
-                                                 sched._setting_seconds('sched.retry_backoff_max')));
-    INSERT INTO sched.request AS r (
-        execution_id, step_id, attempt_number, tenant, priority, capability, capability_version,
-        required_labels, preferred_labels, min_cpu_millis, min_memory_mb, min_gpus,
-        reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts,
-        state, queued_at, available_at, sort_key, avoid_node_id, payload)
-    VALUES (
-        req.execution_id, req.step_id, a.attempt_number + 1, req.tenant, req.priority,
-        req.capability, req.capability_version, req.required_labels, req.preferred_labels,
-        req.min_cpu_millis, req.min_memory_mb, req.min_gpus, req.reserve_cpu_millis,
-        req.reserve_memory_mb, req.reserve_gpus, req.node_id, req.max_attempts,
-        'PENDING', retry_at, retry_at, sched._queue_key(req.priority, retry_at), a.node_id,
-        req.payload)
-    ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING
-    RETURNING r.request_id INTO new_id;
-
-    PERFORM sched._milestone(a.execution_id,
-        format('step.requeued:%s:%s', a.step_id, a.attempt_number + 1), 'SCHEDULING',
-        a.step_id, a.attempt_number + 1, NULL, 'QUEUED', 'Scheduler',
-        'Requeued for retry',
-        jsonb_build_object('request_id', new_id, 'available_at', retry_at,
-                           'avoid_node_id', a.node_id, 'previous_status', _end_attempt.status),
-        at);
-END
-$$;
-
-
--- poll_commands returns what the worker needs (a new result type: drop and create)
+DROP FUNCTION sched._end_attempt(sched.attempt, text, jsonb, timestamptz);
+DROP FUNCTION sched._close_execution(uuid, text, timestamptz);
+DROP FUNCTION sched._live_attempt(uuid, bigint);
+DROP FUNCTION sched._extend_lease(uuid, timestamptz);
+DROP FUNCTION sched._lock_execution_for(uuid, text);
 DROP FUNCTION sched.poll_commands(uuid, bigint, int, timestamptz);
 
-
-/*
- * poll_commands: the worker session's commands (START, CANCEL) for its live attempts,
- * oldest first, each delivered once, only to the generation they were made for, with
- * everything the worker needs to run the attempt (execution, step, attempt number,
- * capability and version, the application's payload).  A stale generation is refused
- * (55000).  Locks: the delivered command rows (SKIP LOCKED).
- */
+/* poll_commands: the worker session's commands (START, CANCEL) for its live attempts,
+ * oldest first, each delivered once, with everything the worker needs. */
 CREATE FUNCTION sched.poll_commands(
     worker_id uuid,
     generation bigint,
@@ -263,56 +174,59 @@ CREATE FUNCTION sched.poll_commands(
 RETURNS TABLE (command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint,
                execution_id uuid, step_id uuid, attempt_number int, capability text,
                capability_version text, payload jsonb)
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    current_generation bigint;
-BEGIN
-    PERFORM sched._require(worker_id, 'worker_id');
-    PERFORM sched._require(generation, 'generation');
-    PERFORM sched._require(max, 'max');
-    IF max < 1 THEN
-        RAISE EXCEPTION 'parameter "max" must be at least 1: %', max
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    PERFORM sched._require(at, 'at');
-    SELECT w.generation INTO current_generation FROM sched.worker w WHERE w.worker_id = poll_commands.worker_id;
-    IF NOT FOUND THEN
-        PERFORM sched._unknown('worker', worker_id::text);
-    END IF;
-    IF current_generation <> poll_commands.generation THEN
-        RAISE EXCEPTION 'stale generation % for worker %', generation, worker_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = format('The current generation is %s.', current_generation);
-    END IF;
+AS 'MODULE_PATHNAME', 'sched_poll_commands'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
 
-    -- commands of attempts that already ended (lost, failed, cancelled) are not
-    -- delivered: the worker could only be refused on them
-    RETURN QUERY
-    WITH next AS (
-        SELECT c.command_id FROM sched.command c
-          JOIN sched.attempt a ON a.attempt_id = c.attempt_id
-         WHERE c.worker_id = poll_commands.worker_id AND c.delivered_at IS NULL
-           AND c.worker_generation = poll_commands.generation
-           AND a.status IN ('DISPATCHED', 'RUNNING')
-         ORDER BY c.command_id
-         LIMIT max
-         FOR UPDATE OF c SKIP LOCKED
-    ), delivered AS (
-        UPDATE sched.command c SET delivered_at = at
-          FROM next WHERE c.command_id = next.command_id
-        RETURNING c.command_id, c.kind, c.attempt_id, c.lease_version, c.request_id
-    )
-    SELECT d.command_id, d.kind, d.attempt_id, d.lease_version, d.request_id,
-           r.execution_id, r.step_id, r.attempt_number, r.capability, r.capability_version,
-           r.payload
-      FROM delivered d
-      JOIN sched.request r ON r.request_id = d.request_id
-     ORDER BY d.command_id;
-END
-$$;
+/* start_attempt: RUNNING, lease renewed, the execution RUNNING; returns lease_expires_at. */
+CREATE OR REPLACE FUNCTION sched.start_attempt(attempt_id uuid, lease_version bigint, at timestamptz DEFAULT now())
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'sched_start_attempt'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
 
+/* renew_lease: the lease runs sched.lease_ttl from `at`; returns lease_expires_at. */
+CREATE OR REPLACE FUNCTION sched.renew_lease(attempt_id uuid, lease_version bigint, at timestamptz DEFAULT now())
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'sched_renew_lease'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* finish_attempt: SUCCEEDED, FAILED (requeued while attempts remain) or CANCELLED. */
+CREATE OR REPLACE FUNCTION sched.finish_attempt(
+    attempt_id uuid,
+    lease_version bigint,
+    outcome text,
+    detail jsonb DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_finish_attempt'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* reap_expired: live attempts whose lease expired become LOST and are requeued;
+ * expired claims return to the queue.  Returns the number marked LOST. */
+CREATE OR REPLACE FUNCTION sched.reap_expired(at timestamptz DEFAULT now())
+RETURNS int
+AS 'MODULE_PATHNAME', 'sched_reap_expired'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* complete_execution: the application declares the execution done (refused while it
+ * has pending requests or live attempts).  Idempotent on SUCCEEDED. */
+CREATE OR REPLACE FUNCTION sched.complete_execution(execution_id uuid, at timestamptz DEFAULT now())
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_complete_execution'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* cancel_execution: CANCELLED, its open requests cancelled, a CANCEL command to the
+ * worker of each live attempt.  Idempotent. */
+CREATE OR REPLACE FUNCTION sched.cancel_execution(execution_id uuid, at timestamptz DEFAULT now())
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_cancel_execution'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
 
 -- dispatch_next of 0.2.0 judges each shape once (the 0.1.0 entry point refuses, asking
 -- for this update)

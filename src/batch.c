@@ -1,7 +1,8 @@
 /*
  * batch.c — what one dispatch call keeps between its reservations: the fleets it read
  * once and keeps current in memory, and the reservations it has made but not written
- * yet; and the writes of a reservation, one at a time or a batch in one statement.
+ * yet; and the writes of a reservation, one at a time or a batch in one statement, and
+ * of its release when the attempt ends: the one owner of the worker and node counters.
  *
  * A batch (SchedBatch) lives as long as one dispatch_next call, in the call's memory.
  * Its fleets are read through the fleet mirror (fleet_mirror.c) with a snapshot that
@@ -231,6 +232,43 @@ sched_batch_count_pending(const SchedBatch *cache, SchedFleetRow *row)
 			row->c.reserved_gpus += r->reserve_gpus;
 		}
 	}
+}
+
+/* An ended attempt's release: the worker's slot, then (lock order) the node's resources. */
+static SchedStatement release_worker = {
+	"UPDATE sched.worker w SET live_attempts = w.live_attempts OPERATOR(pg_catalog.-) 1 "
+	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
+	1, {UUIDOID}
+};
+
+static SchedStatement release_node = {
+	"UPDATE sched.node n SET "
+	"       reserved_cpu_millis = n.reserved_cpu_millis OPERATOR(pg_catalog.-) $2, "
+	"       reserved_memory_mb = n.reserved_memory_mb OPERATOR(pg_catalog.-) $3, "
+	"       reserved_gpus = n.reserved_gpus OPERATOR(pg_catalog.-) $4, "
+	"       live_attempts = n.live_attempts OPERATOR(pg_catalog.-) 1 "
+	" WHERE n.node_id OPERATOR(pg_catalog.=) $1",
+	4, {TEXTOID, INT4OID, INT8OID, INT4OID}
+};
+
+/*
+ * Releases what a reservation took: one slot of the worker, the reserved resources of
+ * the node.  The caller ends the attempt in the same transaction, from a live status
+ * only (lifecycle.c), so each reservation is released exactly once.
+ */
+void
+sched_release_reservation(const pg_uuid_t *worker_id, const char *node_id,
+						  int32 reserve_cpu_millis, int64 reserve_memory_mb, int32 reserve_gpus)
+{
+	Datum		v[4];
+
+	v[0] = UUIDPGetDatum(worker_id);
+	sched_spi_exec(&release_worker, v, NULL, false, 0, SPI_OK_UPDATE);
+	v[0] = CStringGetTextDatum(node_id);
+	v[1] = Int32GetDatum(reserve_cpu_millis);
+	v[2] = Int64GetDatum(reserve_memory_mb);
+	v[3] = Int32GetDatum(reserve_gpus);
+	sched_spi_exec(&release_node, v, NULL, false, 0, SPI_OK_UPDATE);
 }
 
 /* Writes one reservation at once (dispatch_attempt, or a call that does not defer). */

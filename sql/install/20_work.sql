@@ -1,4 +1,5 @@
--- sql/install/20_work.sql — the work: tenants, executions, requests, attempts, commands and the timeline, and submitting and closing executions
+-- sql/install/20_work.sql — the work: tenants, executions, requests, attempts, commands and
+-- the timeline, and submitting work (closing it is the lifecycle's: 40_lifecycle)
 -- A piece of pg_sched--0.2.0.sql, which the Makefile builds from sql/install/*.sql in
 -- the order of their names.
 
@@ -409,95 +410,6 @@ BEGIN
                            'priority', submit.priority),
         submit.available_at);
     RETURN new_id;
-END
-$$;
-
-/*
- * Locks an execution (FOR UPDATE) for the application's transition to `target` and
- * returns its status: `target` itself when it is there already (the caller returns, the
- * call being idempotent), else an open status.  Unknown id: 42704; closed otherwise: 55000.
- */
-CREATE FUNCTION sched._lock_execution_for(execution_id uuid, target text)
-RETURNS text
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cur text;
-BEGIN
-    PERFORM sched._require(execution_id, 'execution_id');
-    SELECT e.status INTO cur FROM sched.execution e
-     WHERE e.execution_id = _lock_execution_for.execution_id FOR UPDATE;
-    IF NOT FOUND THEN
-        PERFORM sched._unknown('execution', execution_id::text);
-    END IF;
-    IF cur <> target AND cur NOT IN ('CREATED', 'QUEUED', 'RUNNING') THEN
-        RAISE EXCEPTION 'execution % is already closed as %', execution_id, cur
-            USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
-    RETURN cur;
-END
-$$;
-
-/*
- * complete_execution: the application declares the execution done.  Refused (55000) while
- * a request of it is pending or claimed or an attempt is live.  Idempotent on SUCCEEDED.
- */
-CREATE FUNCTION sched.complete_execution(execution_id uuid, at timestamptz DEFAULT now())
-RETURNS text
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cur text;
-BEGIN
-    PERFORM sched._require(at, 'at');
-    cur := sched._lock_execution_for(execution_id, 'SUCCEEDED');
-    IF cur = 'SUCCEEDED' THEN
-        RETURN cur;
-    END IF;
-    IF EXISTS (SELECT 1 FROM sched.request r
-                WHERE r.execution_id = complete_execution.execution_id
-                  AND r.state IN ('PENDING', 'CLAIMED'))
-       OR EXISTS (SELECT 1 FROM sched.attempt a
-                   WHERE a.execution_id = complete_execution.execution_id
-                     AND a.status IN ('DISPATCHED', 'RUNNING')) THEN
-        RAISE EXCEPTION 'execution % still has pending requests or live attempts', execution_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = 'Finish or cancel its work first, or call cancel_execution.';
-    END IF;
-    UPDATE sched.execution e SET status = 'SUCCEEDED', updated_at = at, finished_at = at
-     WHERE e.execution_id = complete_execution.execution_id;
-    PERFORM sched._milestone(complete_execution.execution_id, 'execution.succeeded', 'EXECUTION',
-        NULL, NULL, NULL, 'SUCCEEDED', 'Application', 'Execution completed', NULL, at);
-    RETURN 'SUCCEEDED';
-END
-$$;
-
-/*
- * cancel_execution: marks the execution CANCELLED, cancels its pending and claimed
- * requests, and sends a CANCEL command to the worker of each live attempt (the attempt
- * stays live until the worker finishes it or its lease expires).  Idempotent.
- * Locks: the execution row (FOR UPDATE), then its open requests with SKIP LOCKED: a
- * request locked by a dispatcher is left to it, and that dispatcher, which must lock the
- * execution after the request, sees CANCELLED and cancels the request itself
- * (EXECUTION_CLOSED).  It never waits for a request while holding the execution.
- */
-CREATE FUNCTION sched.cancel_execution(execution_id uuid, at timestamptz DEFAULT now())
-RETURNS text
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    cur text;
-BEGIN
-    PERFORM sched._require(at, 'at');
-    cur := sched._lock_execution_for(execution_id, 'CANCELLED');
-    IF cur = 'CANCELLED' THEN
-        RETURN cur;
-    END IF;
-    PERFORM sched._close_execution(cancel_execution.execution_id, 'CANCELLED', at);
-    RETURN 'CANCELLED';
 END
 $$;
 

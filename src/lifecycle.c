@@ -1,0 +1,902 @@
+/*
+ * lifecycle.c — what happens to an attempt after its reservation: the worker protocol
+ * (poll_commands, start_attempt, renew_lease, finish_attempt), leases and reaping
+ * (reap_expired), the end of an attempt (release of its reservation, retry or failure
+ * of the execution) and the close of an execution (complete_execution,
+ * cancel_execution).
+ *
+ * Locks, in the order of the protocol of reservation.c: the attempt row, then the
+ * execution row, then the worker row, then its node row.  Terminal transitions release
+ * the worker's slot and the node's reservations (sched_release_reservation, batch.c,
+ * the owner of the reservation writes) in the same transaction as the status change,
+ * and only from a live status, so a slot is released exactly once.
+ *
+ * Errors: a stale lease_version or generation, or an attempt that is no longer live, is
+ * 55000 and changes nothing (a zombie worker never overwrites what happened after its
+ * lease was lost); unknown ids are 42704; NULL parameters 22004, invalid ones 22023.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "commands/async.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "batch.h"
+#include "settings.h"
+#include "spi_util.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(sched_poll_commands);
+PG_FUNCTION_INFO_V1(sched_start_attempt);
+PG_FUNCTION_INFO_V1(sched_renew_lease);
+PG_FUNCTION_INFO_V1(sched_finish_attempt);
+PG_FUNCTION_INFO_V1(sched_reap_expired);
+PG_FUNCTION_INFO_V1(sched_complete_execution);
+PG_FUNCTION_INFO_V1(sched_cancel_execution);
+
+/* An attempt row, as the lifecycle needs it. */
+typedef struct AttemptRow
+{
+	pg_uuid_t	attempt_id;
+	int64		request_id;
+	pg_uuid_t	execution_id;
+	pg_uuid_t	step_id;
+	int32		attempt_number;
+	char	   *node_id;
+	pg_uuid_t	worker_id;
+	int64		worker_generation;
+	int64		lease_version;
+	char	   *status;
+	int32		reserve_cpu_millis;
+	int64		reserve_memory_mb;
+	int32		reserve_gpus;
+	TimestampTz lease_expires_at;
+} AttemptRow;
+
+#define ATTEMPT_COLUMNS \
+	"SELECT x.attempt_id, x.request_id, x.execution_id, x.step_id, x.attempt_number, " \
+	"       x.node_id, x.worker_id, x.worker_generation, x.lease_version, x.status, " \
+	"       x.reserve_cpu_millis, x.reserve_memory_mb, x.reserve_gpus, x.lease_expires_at " \
+	"  FROM sched.attempt x "
+
+static SchedStatement attempt_lock = {
+	ATTEMPT_COLUMNS " WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
+	1, {UUIDOID}
+};
+
+/* live attempts whose lease expired, oldest first; a concurrent finish holds its own */
+static SchedStatement attempts_expired = {
+	ATTEMPT_COLUMNS
+	" WHERE x.status IN ('DISPATCHED', 'RUNNING') AND x.lease_expires_at OPERATOR(pg_catalog.<) $1 "
+	" ORDER BY x.lease_expires_at, x.attempt_id FOR UPDATE OF x SKIP LOCKED",
+	1, {TIMESTAMPTZOID}
+};
+
+static SchedStatement attempts_live_of_execution = {
+	ATTEMPT_COLUMNS
+	" WHERE x.execution_id OPERATOR(pg_catalog.=) $1 AND x.status IN ('DISPATCHED', 'RUNNING') "
+	" ORDER BY x.dispatched_at, x.attempt_id",
+	1, {UUIDOID}
+};
+
+static SchedStatement milestone = {
+	"SELECT sched._milestone($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+	11, {UUIDOID, TEXTOID, TEXTOID, UUIDOID, INT4OID, UUIDOID, TEXTOID, TEXTOID, TEXTOID,
+		JSONBOID, TIMESTAMPTZOID}
+};
+
+static SchedStatement lease_extend = {
+	"UPDATE sched.attempt x "
+	"   SET lease_expires_at = GREATEST(x.lease_expires_at, "
+	"       $2 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)) "
+	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 RETURNING x.lease_expires_at",
+	3, {UUIDOID, TIMESTAMPTZOID, FLOAT8OID}
+};
+
+static SchedStatement attempt_started = {
+	"UPDATE sched.attempt x SET status = 'RUNNING', "
+	"       started_at = COALESCE(x.started_at, $2) "
+	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1",
+	2, {UUIDOID, TIMESTAMPTZOID}
+};
+
+static SchedStatement execution_running = {
+	"UPDATE sched.execution e SET status = 'RUNNING', updated_at = $2 "
+	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 AND e.status IN ('CREATED', 'QUEUED')",
+	2, {UUIDOID, TIMESTAMPTZOID}
+};
+
+static SchedStatement attempt_ended = {
+	"UPDATE sched.attempt x SET status = $2, finished_at = $3, "
+	"       detail = COALESCE($4, x.detail) "
+	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1",
+	4, {UUIDOID, TEXTOID, TIMESTAMPTZOID, JSONBOID}
+};
+
+static SchedStatement request_of_attempt = {
+	"SELECT r.max_attempts FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1",
+	1, {INT8OID}
+};
+
+static SchedStatement execution_share = {
+	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
+	"   FOR SHARE OF e",
+	1, {UUIDOID}
+};
+
+static SchedStatement execution_no_key_update = {
+	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
+	"   FOR NO KEY UPDATE OF e",
+	1, {UUIDOID}
+};
+
+static SchedStatement execution_update = {
+	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
+	"   FOR UPDATE OF e",
+	1, {UUIDOID}
+};
+
+/* the retry: the same step as attempt_number + 1, avoiding the node ($4) */
+static SchedStatement request_retry = {
+	"INSERT INTO sched.request AS r ( "
+	"    execution_id, step_id, attempt_number, tenant, priority, capability, capability_version, "
+	"    required_labels, preferred_labels, min_cpu_millis, min_memory_mb, min_gpus, "
+	"    reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts, "
+	"    state, queued_at, available_at, sort_key, avoid_node_id, payload) "
+	"SELECT q.execution_id, q.step_id, $2, q.tenant, q.priority, q.capability, "
+	"       q.capability_version, q.required_labels, q.preferred_labels, q.min_cpu_millis, "
+	"       q.min_memory_mb, q.min_gpus, q.reserve_cpu_millis, q.reserve_memory_mb, "
+	"       q.reserve_gpus, q.node_id, q.max_attempts, 'PENDING', $3, $3, "
+	"       sched._queue_key(q.priority, $3), $4, q.payload "
+	"  FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) $1 "
+	"ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING "
+	"RETURNING r.request_id",
+	4, {INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID}
+};
+
+static SchedStatement execution_closed = {
+	"UPDATE sched.execution e SET status = $2, updated_at = $3, finished_at = $3 "
+	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1",
+	3, {UUIDOID, TEXTOID, TIMESTAMPTZOID}
+};
+
+/* open requests of an execution, cancelled; those a dispatcher holds are left to it */
+static SchedStatement requests_cancelled = {
+	"UPDATE sched.request r SET state = 'CANCELLED', claim_id = NULL, claimed_until = NULL "
+	" WHERE r.request_id IN ( "
+	"    SELECT r2.request_id FROM sched.request r2 "
+	"     WHERE r2.execution_id OPERATOR(pg_catalog.=) $1 "
+	"       AND r2.state IN ('PENDING', 'CLAIMED') "
+	"     FOR UPDATE SKIP LOCKED)",
+	1, {UUIDOID}
+};
+
+static SchedStatement cancel_command = {
+	"INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
+	"                           request_id, created_at) "
+	"VALUES ($1, $2, 'CANCEL', $3, $4, $5, $6)",
+	6, {UUIDOID, INT8OID, UUIDOID, INT8OID, INT8OID, TIMESTAMPTZOID}
+};
+
+static SchedStatement execution_open_work = {
+	"SELECT EXISTS (SELECT 1 FROM sched.request r "
+	"                WHERE r.execution_id OPERATOR(pg_catalog.=) $1 "
+	"                  AND r.state IN ('PENDING', 'CLAIMED')) "
+	"    OR EXISTS (SELECT 1 FROM sched.attempt a "
+	"                WHERE a.execution_id OPERATOR(pg_catalog.=) $1 "
+	"                  AND a.status IN ('DISPATCHED', 'RUNNING'))",
+	1, {UUIDOID}
+};
+
+static SchedStatement expired_claims_returned = {
+	"UPDATE sched.request r SET state = 'PENDING', claim_id = NULL, claimed_until = NULL "
+	" WHERE r.request_id IN ( "
+	"    SELECT r2.request_id FROM sched.request r2 "
+	"     WHERE r2.state = 'CLAIMED' AND r2.claimed_until OPERATOR(pg_catalog.<=) $1 "
+	"     FOR UPDATE SKIP LOCKED)",
+	1, {TIMESTAMPTZOID}
+};
+
+/* live counters back at zero (tenants that come and go would pile them up); a row a
+ * running dispatch holds is left for the next time */
+static SchedStatement tenant_live_pruned = {
+	"DELETE FROM sched.tenant_live l WHERE (l.tenant, l.backend) IN ( "
+	"    SELECT z.tenant, z.backend FROM sched.tenant_live z WHERE z.live OPERATOR(pg_catalog.=) 0 "
+	"       FOR UPDATE SKIP LOCKED)",
+	0, {InvalidOid}
+};
+
+static SchedStatement worker_generation = {
+	"SELECT w.generation FROM sched.worker w WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
+	1, {UUIDOID}
+};
+
+/* commands of attempts that already ended (lost, failed, cancelled) are not delivered:
+ * the worker could only be refused on them */
+static SchedStatement commands_delivered = {
+	"WITH next AS ( "
+	"    SELECT c.command_id FROM sched.command c "
+	"      JOIN sched.attempt a ON a.attempt_id OPERATOR(pg_catalog.=) c.attempt_id "
+	"     WHERE c.worker_id OPERATOR(pg_catalog.=) $1 AND c.delivered_at IS NULL "
+	"       AND c.worker_generation OPERATOR(pg_catalog.=) $2 "
+	"       AND a.status IN ('DISPATCHED', 'RUNNING') "
+	"     ORDER BY c.command_id "
+	"     LIMIT $3 "
+	"     FOR UPDATE OF c SKIP LOCKED "
+	"), delivered AS ( "
+	"    UPDATE sched.command c SET delivered_at = $4 "
+	"      FROM next WHERE c.command_id OPERATOR(pg_catalog.=) next.command_id "
+	"    RETURNING c.command_id, c.kind, c.attempt_id, c.lease_version, c.request_id "
+	") "
+	"SELECT d.command_id, d.kind, d.attempt_id, d.lease_version, d.request_id, "
+	"       r.execution_id, r.step_id, r.attempt_number, r.capability, r.capability_version, "
+	"       r.payload "
+	"  FROM delivered d "
+	"  JOIN sched.request r ON r.request_id OPERATOR(pg_catalog.=) d.request_id "
+	" ORDER BY d.command_id",
+	4, {UUIDOID, INT8OID, INT4OID, TIMESTAMPTZOID}
+};
+
+/* the details of the milestones, built as jsonb by the server (as jsonb_build_object
+ * writes numbers, uuids and timestamps) */
+static SchedStatement detail_node_worker = {
+	"SELECT pg_catalog.jsonb_build_object('node_id', $1::text, 'worker_id', $2::uuid)",
+	2, {TEXTOID, UUIDOID}
+};
+
+static SchedStatement detail_ended = {
+	"SELECT pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object( "
+	"    'node_id', $1::text, 'worker_id', $2::uuid, 'detail', $3::jsonb))",
+	3, {TEXTOID, UUIDOID, JSONBOID}
+};
+
+static SchedStatement detail_requeued = {
+	"SELECT pg_catalog.jsonb_build_object('request_id', $1::int8, 'available_at', $2::timestamptz, "
+	"    'avoid_node_id', $3::text, 'previous_status', $4::text)",
+	4, {INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
+};
+
+static SchedStatement detail_cancel_sent = {
+	"SELECT pg_catalog.jsonb_build_object('worker_id', $1::uuid)",
+	1, {UUIDOID}
+};
+
+static SchedStatement detail_renewed_late = {
+	"SELECT pg_catalog.jsonb_build_object('lease_expired_at', $1::timestamptz, "
+	"    'renewed_at', $2::timestamptz)",
+	2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
+};
+
+/* the key of a late renewal: the lease's end, in epoch seconds as the server prints them */
+static SchedStatement key_renewed_late = {
+	"SELECT 'step.lease.renewed_late:' OPERATOR(pg_catalog.||) $1::text "
+	"       OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $2::text "
+	"       OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) "
+	"       EXTRACT(epoch FROM $3::timestamptz)::text",
+	3, {UUIDOID, INT4OID, TIMESTAMPTZOID}
+};
+
+/* ---- helpers -------------------------------------------------------------------------- */
+
+static void
+require(FunctionCallInfo fcinfo, int argno, const char *parameter)
+{
+	sched_check_not_null(fcinfo, argno, parameter);
+}
+
+static pg_uuid_t
+uuid_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return *PG_GETARG_UUID_P(argno);
+}
+
+static void
+unknown(const char *kind, const char *id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("%s \"%s\" does not exist (parameter \"%s_id\")", kind, id, kind)));
+}
+
+static const char *
+lower_status(const char *status)
+{
+	char	   *s = pstrdup(status);
+	char	   *p;
+
+	for (p = s; *p; p++)
+		*p = (char) pg_tolower((unsigned char) *p);
+	return s;
+}
+
+/* The attempt row of the current SPI result's row `row`. */
+static void
+attempt_from_spi(int row, AttemptRow *a)
+{
+	bool		isnull;
+
+	a->attempt_id = *DatumGetUUIDP(sched_spi_get(row, 1, &isnull));
+	a->request_id = sched_spi_int64(row, 2);
+	a->execution_id = *DatumGetUUIDP(sched_spi_get(row, 3, &isnull));
+	a->step_id = *DatumGetUUIDP(sched_spi_get(row, 4, &isnull));
+	a->attempt_number = (int32) sched_spi_int64(row, 5);
+	a->node_id = sched_spi_text(row, 6);
+	a->worker_id = *DatumGetUUIDP(sched_spi_get(row, 7, &isnull));
+	a->worker_generation = sched_spi_int64(row, 8);
+	a->lease_version = sched_spi_int64(row, 9);
+	a->status = sched_spi_text(row, 10);
+	a->reserve_cpu_millis = (int32) sched_spi_int64(row, 11);
+	a->reserve_memory_mb = sched_spi_int64(row, 12);
+	a->reserve_gpus = (int32) sched_spi_int64(row, 13);
+	a->lease_expires_at = DatumGetTimestampTz(sched_spi_get(row, 14, &isnull));
+}
+
+/* Locks attempt_id's row (FOR UPDATE); false when there is none. */
+static bool
+lock_attempt(const pg_uuid_t *attempt_id, AttemptRow *a)
+{
+	Datum		v[1] = {UUIDPGetDatum(attempt_id)};
+
+	sched_spi_exec(&attempt_lock, v, NULL, false, 1, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	attempt_from_spi(0, a);
+	return true;
+}
+
+/* Locks and returns a live attempt, checking its lease_version; ERROR otherwise. */
+static void
+live_attempt(FunctionCallInfo fcinfo, int attempt_arg, int lease_arg, AttemptRow *a)
+{
+	pg_uuid_t	attempt_id;
+	int64		lease_version;
+
+	require(fcinfo, attempt_arg, "attempt_id");
+	require(fcinfo, lease_arg, "lease_version");
+	attempt_id = uuid_arg(fcinfo, attempt_arg);
+	lease_version = PG_GETARG_INT64(lease_arg);
+	if (!lock_attempt(&attempt_id, a))
+		unknown("attempt", sched_uuid_out(&attempt_id));
+	if (a->lease_version != lease_version)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stale lease_version " INT64_FORMAT " for attempt %s", lease_version,
+						sched_uuid_out(&attempt_id)),
+				 errdetail("The current lease_version is " INT64_FORMAT ".", a->lease_version)));
+	if (strcmp(a->status, "DISPATCHED") != 0 && strcmp(a->status, "RUNNING") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("attempt %s is no longer live: it is %s", sched_uuid_out(&attempt_id),
+						a->status),
+				 errhint("The lease was lost; a newer attempt may own the step now.")));
+}
+
+/* Appends a milestone to the execution's timeline (idempotent on its key). */
+static void
+add_milestone(const pg_uuid_t *execution_id, const char *key, const char *stage,
+			  const pg_uuid_t *step_id, int32 attempt_number, const pg_uuid_t *attempt_id,
+			  const char *state, const char *component, const char *title, Jsonb *detail,
+			  TimestampTz at)
+{
+	Datum		v[11];
+	char		n[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	v[0] = UUIDPGetDatum(execution_id);
+	v[1] = CStringGetTextDatum(key);
+	v[2] = CStringGetTextDatum(stage);
+	v[3] = step_id ? UUIDPGetDatum(step_id) : (Datum) 0;
+	n[3] = step_id ? ' ' : 'n';
+	v[4] = Int32GetDatum(attempt_number);
+	n[4] = attempt_number > 0 ? ' ' : 'n';
+	v[5] = attempt_id ? UUIDPGetDatum(attempt_id) : (Datum) 0;
+	n[5] = attempt_id ? ' ' : 'n';
+	v[6] = CStringGetTextDatum(state);
+	v[7] = CStringGetTextDatum(component);
+	v[8] = CStringGetTextDatum(title);
+	v[9] = detail ? JsonbPGetDatum(detail) : (Datum) 0;
+	n[9] = detail ? ' ' : 'n';
+	v[10] = TimestampTzGetDatum(at);
+	sched_spi_exec(&milestone, v, n, false, 0, SPI_OK_SELECT);
+}
+
+/* Runs a one-column jsonb statement; the value, copied out of SPI's memory. */
+static Jsonb *
+jsonb_of(SchedStatement *stmt, Datum *v, const char *n)
+{
+	bool		isnull;
+	Datum		d;
+
+	sched_spi_exec(stmt, v, n, false, 1, SPI_OK_SELECT);
+	d = sched_spi_get(0, 1, &isnull);
+	return isnull ? NULL : DatumGetJsonbPCopy(d);
+}
+
+/* Extends a live attempt's lease (locked by the caller) to at + sched.lease_ttl; a lease
+ * never shrinks.  Returns the new lease_expires_at. */
+static TimestampTz
+extend_lease(const pg_uuid_t *attempt_id, TimestampTz at)
+{
+	Datum		v[3];
+	bool		isnull;
+
+	v[0] = UUIDPGetDatum(attempt_id);
+	v[1] = TimestampTzGetDatum(at);
+	v[2] = Float8GetDatum((double) sched_lease_ttl_s);
+	sched_spi_exec(&lease_extend, v, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
+	return DatumGetTimestampTz(sched_spi_get(0, 1, &isnull));
+}
+
+/* The status of the execution, locked as `lock` (an execution always exists: FK). */
+static char *
+lock_execution(SchedStatement *lock, const pg_uuid_t *execution_id)
+{
+	Datum		v[1] = {UUIDPGetDatum(execution_id)};
+
+	sched_spi_exec(lock, v, NULL, false, 0, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return NULL;
+	return sched_spi_text(0, 1);
+}
+
+static bool
+execution_open(const char *status)
+{
+	return strcmp(status, "CREATED") == 0 || strcmp(status, "QUEUED") == 0 ||
+		strcmp(status, "RUNNING") == 0;
+}
+
+/*
+ * Closes an execution (FAILED or CANCELLED): its open requests are cancelled (SKIP
+ * LOCKED: a dispatcher holding one sees the closed execution and cancels it itself) and
+ * each live attempt gets a CANCEL command.  The caller holds the execution row lock.
+ */
+static void
+close_execution(const pg_uuid_t *execution_id, const char *status, TimestampTz at)
+{
+	Datum		v[6];
+	AttemptRow *live;
+	int			nlive;
+	int			i;
+	char	   *key;
+
+	v[0] = UUIDPGetDatum(execution_id);
+	v[1] = CStringGetTextDatum(status);
+	v[2] = TimestampTzGetDatum(at);
+	sched_spi_exec(&execution_closed, v, NULL, false, 0, SPI_OK_UPDATE);
+	sched_spi_exec(&requests_cancelled, v, NULL, false, 0, SPI_OK_UPDATE);
+
+	sched_spi_exec(&attempts_live_of_execution, v, NULL, false, 0, SPI_OK_SELECT);
+	nlive = (int) SPI_processed;
+	live = palloc(sizeof(AttemptRow) * Max(nlive, 1));
+	for (i = 0; i < nlive; i++)
+		attempt_from_spi(i, &live[i]);
+	for (i = 0; i < nlive; i++)
+	{
+		AttemptRow *a = &live[i];
+		Jsonb	   *detail;
+
+		v[0] = UUIDPGetDatum(&a->worker_id);
+		v[1] = Int64GetDatum(a->worker_generation);
+		v[2] = UUIDPGetDatum(&a->attempt_id);
+		v[3] = Int64GetDatum(a->lease_version);
+		v[4] = Int64GetDatum(a->request_id);
+		v[5] = TimestampTzGetDatum(at);
+		sched_spi_exec(&cancel_command, v, NULL, false, 0, SPI_OK_INSERT);
+		Async_Notify(psprintf("sched_worker_%s", sched_uuid_out(&a->worker_id)),
+					 psprintf("CANCEL %s", sched_uuid_out(&a->attempt_id)));
+		v[0] = UUIDPGetDatum(&a->worker_id);
+		detail = jsonb_of(&detail_cancel_sent, v, NULL);
+		key = psprintf("step.cancel.sent:%s:%d", sched_uuid_out(&a->step_id), a->attempt_number);
+		add_milestone(execution_id, key, "EXECUTION", &a->step_id, a->attempt_number,
+					  &a->attempt_id, "CANCELLING", "Scheduler", "Cancel sent to worker",
+					  detail, at);
+	}
+	add_milestone(execution_id, psprintf("execution.%s", lower_status(status)), "EXECUTION",
+				  NULL, 0, NULL, status, "Scheduler",
+				  psprintf("Execution %s", lower_status(status)), NULL, at);
+}
+
+/*
+ * Ends live attempt `a` (locked by the caller) with status SUCCEEDED, FAILED, CANCELLED
+ * or LOST: releases its slot and reservations, records the milestone, and for FAILED and
+ * LOST requeues the step as attempt_number + 1 (retry backoff 1 s doubling, at most
+ * sched.retry_backoff_max; the retry avoids this node when another is eligible) while
+ * attempts remain, else fails the execution.
+ */
+static void
+end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz at)
+{
+	Datum		v[4];
+	char		n[4] = {' ', ' ', ' ', ' '};
+	int32		max_attempts;
+	bool		failed = strcmp(status, "FAILED") == 0 || strcmp(status, "LOST") == 0;
+	bool		will_retry;
+	char	   *exec_status;
+	const char *title;
+	char	   *key;
+
+	v[0] = Int64GetDatum(a->request_id);
+	sched_spi_exec(&request_of_attempt, v, NULL, false, 0, SPI_OK_SELECT);
+	max_attempts = (int32) sched_spi_int64(0, 1);
+	will_retry = failed && a->attempt_number < max_attempts;
+
+	/* the execution before the worker and node (lock order); exclusive only to fail it */
+	exec_status = lock_execution(failed && !will_retry ? &execution_no_key_update : &execution_share,
+								 &a->execution_id);
+
+	v[0] = UUIDPGetDatum(&a->attempt_id);
+	v[1] = CStringGetTextDatum(status);
+	v[2] = TimestampTzGetDatum(at);
+	v[3] = detail ? JsonbPGetDatum(detail) : (Datum) 0;
+	n[3] = detail ? ' ' : 'n';
+	sched_spi_exec(&attempt_ended, v, n, false, 0, SPI_OK_UPDATE);
+	sched_release_reservation(&a->worker_id, a->node_id, a->reserve_cpu_millis,
+							  a->reserve_memory_mb, a->reserve_gpus);
+
+	if (strcmp(status, "SUCCEEDED") == 0)
+		title = "Attempt succeeded";
+	else if (strcmp(status, "FAILED") == 0)
+		title = "Attempt failed";
+	else if (strcmp(status, "CANCELLED") == 0)
+		title = "Attempt cancelled";
+	else
+		title = "Attempt lost: lease expired";
+	v[0] = CStringGetTextDatum(a->node_id);
+	v[1] = UUIDPGetDatum(&a->worker_id);
+	v[2] = detail ? JsonbPGetDatum(detail) : (Datum) 0;
+	n[2] = detail ? ' ' : 'n';
+	n[3] = ' ';
+	key = psprintf("step.attempt.%s:%s:%d", lower_status(status), sched_uuid_out(&a->step_id),
+				   a->attempt_number);
+	add_milestone(&a->execution_id, key, "EXECUTION", &a->step_id, a->attempt_number,
+				  &a->attempt_id, status, strcmp(status, "LOST") == 0 ? "Reaper" : "Worker",
+				  title, jsonb_of(&detail_ended, v, n), at);
+
+	if (!failed || exec_status == NULL || !execution_open(exec_status))
+		return;
+	if (!will_retry)
+	{
+		close_execution(&a->execution_id, "FAILED", at);
+		return;
+	}
+
+	{
+		double		backoff_s = Min(pow(2.0, (double) (a->attempt_number - 1)),
+									(double) sched_retry_backoff_max_s);
+		TimestampTz retry_at = at + (int64) (backoff_s * USECS_PER_SEC);
+		bool		isnull;
+		char		nn[4] = {' ', ' ', ' ', ' '};
+
+		v[0] = Int64GetDatum(a->request_id);
+		v[1] = Int32GetDatum(a->attempt_number + 1);
+		v[2] = TimestampTzGetDatum(retry_at);
+		v[3] = CStringGetTextDatum(a->node_id);
+		sched_spi_exec(&request_retry, v, NULL, false, 0, SPI_OK_INSERT_RETURNING);
+		if (SPI_processed > 0)
+			v[0] = sched_spi_get(0, 1, &isnull);
+		else
+			nn[0] = 'n';		/* a concurrent end already queued it */
+		v[1] = TimestampTzGetDatum(retry_at);
+		v[2] = CStringGetTextDatum(a->node_id);
+		v[3] = CStringGetTextDatum(status);
+		detail = jsonb_of(&detail_requeued, v, nn);
+		key = psprintf("step.requeued:%s:%d", sched_uuid_out(&a->step_id), a->attempt_number + 1);
+		add_milestone(&a->execution_id, key, "SCHEDULING", &a->step_id, a->attempt_number + 1,
+					  NULL, "QUEUED", "Scheduler", "Requeued for retry", detail, at);
+	}
+}
+
+/* ---- the SQL functions ---------------------------------------------------------------- */
+
+/*
+ * poll_commands(worker_id, generation, max, at) → the worker session's commands (START,
+ * CANCEL) for its live attempts, oldest first, each delivered once, only to the
+ * generation they were made for, with everything the worker needs to run the attempt.
+ * A stale generation is refused (55000).  Locks: the delivered command rows (SKIP LOCKED).
+ */
+Datum
+sched_poll_commands(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	pg_uuid_t	worker_id;
+	int64		generation;
+	int32		max;
+	int64		current;
+	Datum		v[4];
+	uint64		i;
+
+	require(fcinfo, 0, "worker_id");
+	require(fcinfo, 1, "generation");
+	require(fcinfo, 2, "max");
+	max = PG_GETARG_INT32(2);
+	if (max < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"max\" must be at least 1: %d", max)));
+	require(fcinfo, 3, "at");
+	worker_id = uuid_arg(fcinfo, 0);
+	generation = PG_GETARG_INT64(1);
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	v[0] = UUIDPGetDatum(&worker_id);
+	sched_spi_exec(&worker_generation, v, NULL, false, 0, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		unknown("worker", sched_uuid_out(&worker_id));
+	current = sched_spi_int64(0, 1);
+	if (current != generation)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stale generation " INT64_FORMAT " for worker %s", generation,
+						sched_uuid_out(&worker_id)),
+				 errdetail("The current generation is " INT64_FORMAT ".", current)));
+	v[1] = Int64GetDatum(generation);
+	v[2] = Int32GetDatum(max);
+	v[3] = PG_GETARG_DATUM(3);
+	sched_spi_exec(&commands_delivered, v, NULL, false, 0, SPI_OK_SELECT);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[11];
+		bool		nulls[11];
+
+		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * start_attempt(attempt_id, lease_version, at): the worker begins the attempt: RUNNING,
+ * lease renewed, the execution RUNNING.  Repeating it on a RUNNING attempt renews the
+ * lease.  Returns lease_expires_at.
+ */
+Datum
+sched_start_attempt(PG_FUNCTION_ARGS)
+{
+	AttemptRow	a;
+	TimestampTz at;
+	TimestampTz expires;
+	Datum		v[2];
+
+	require(fcinfo, 2, "at");
+	at = PG_GETARG_TIMESTAMPTZ(2);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	live_attempt(fcinfo, 0, 1, &a);
+	v[0] = UUIDPGetDatum(&a.attempt_id);
+	v[1] = TimestampTzGetDatum(at);
+	sched_spi_exec(&attempt_started, v, NULL, false, 0, SPI_OK_UPDATE);
+	expires = extend_lease(&a.attempt_id, at);
+	v[0] = UUIDPGetDatum(&a.execution_id);
+	sched_spi_exec(&execution_running, v, NULL, false, 0, SPI_OK_UPDATE);
+	v[0] = CStringGetTextDatum(a.node_id);
+	v[1] = UUIDPGetDatum(&a.worker_id);
+	add_milestone(&a.execution_id,
+				  psprintf("step.attempt.started:%s:%d", sched_uuid_out(&a.step_id), a.attempt_number),
+				  "EXECUTION", &a.step_id, a.attempt_number, &a.attempt_id, "RUNNING", "Worker",
+				  "Attempt started", jsonb_of(&detail_node_worker, v, NULL), at);
+	SPI_finish();
+	PG_RETURN_TIMESTAMPTZ(expires);
+}
+
+/*
+ * renew_lease(attempt_id, lease_version, at): extends a live attempt's lease to at +
+ * sched.lease_ttl; records a late renewal (one that arrives after the lease expired but
+ * before it was reaped).  Returns lease_expires_at.
+ */
+Datum
+sched_renew_lease(PG_FUNCTION_ARGS)
+{
+	AttemptRow	a;
+	TimestampTz at;
+	TimestampTz expires;
+
+	require(fcinfo, 2, "at");
+	at = PG_GETARG_TIMESTAMPTZ(2);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	live_attempt(fcinfo, 0, 1, &a);
+	if (a.lease_expires_at < at)
+	{
+		Datum		v[3];
+		char	   *key;
+
+		v[0] = UUIDPGetDatum(&a.step_id);
+		v[1] = Int32GetDatum(a.attempt_number);
+		v[2] = TimestampTzGetDatum(a.lease_expires_at);
+		sched_spi_exec(&key_renewed_late, v, NULL, false, 1, SPI_OK_SELECT);
+		key = sched_spi_text(0, 1);
+		v[0] = TimestampTzGetDatum(a.lease_expires_at);
+		v[1] = TimestampTzGetDatum(at);
+		add_milestone(&a.execution_id, key, "EXECUTION", &a.step_id, a.attempt_number,
+					  &a.attempt_id, a.status, "Worker", "Lease renewed after it had expired",
+					  jsonb_of(&detail_renewed_late, v, NULL), at);
+	}
+	expires = extend_lease(&a.attempt_id, at);
+	SPI_finish();
+	PG_RETURN_TIMESTAMPTZ(expires);
+}
+
+/*
+ * finish_attempt(attempt_id, lease_version, outcome, detail, at): the worker reports the
+ * end: SUCCEEDED, FAILED or CANCELLED.  Repeating the same call returns the same status
+ * and changes nothing.  A stale lease_version, or an attempt that ended otherwise (LOST,
+ * another outcome), is refused (55000).
+ */
+Datum
+sched_finish_attempt(PG_FUNCTION_ARGS)
+{
+	AttemptRow	a;
+	char	   *outcome;
+	TimestampTz at;
+	pg_uuid_t	attempt_id;
+
+	require(fcinfo, 0, "attempt_id");
+	require(fcinfo, 1, "lease_version");
+	require(fcinfo, 2, "outcome");
+	outcome = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (outcome[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"outcome\" must not be empty")));
+	if (strcmp(outcome, "SUCCEEDED") != 0 && strcmp(outcome, "FAILED") != 0 &&
+		strcmp(outcome, "CANCELLED") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for parameter \"outcome\": \"%s\"", outcome),
+				 errdetail("Valid values are SUCCEEDED, FAILED, CANCELLED.")));
+	require(fcinfo, 4, "at");
+	at = PG_GETARG_TIMESTAMPTZ(4);
+	attempt_id = uuid_arg(fcinfo, 0);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	if (lock_attempt(&attempt_id, &a) && strcmp(a.status, outcome) == 0 &&
+		a.lease_version == PG_GETARG_INT64(1))
+	{
+		SPI_finish();
+		PG_RETURN_TEXT_P(cstring_to_text(outcome));		/* the same report again */
+	}
+	live_attempt(fcinfo, 0, 1, &a);
+	end_attempt(&a, outcome, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), at);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(outcome));
+}
+
+/*
+ * reap_expired(at): marks LOST every live attempt whose lease expired before `at`,
+ * releasing it and requeueing its step (or failing the execution), and returns expired
+ * claims to the queue.  Returns the number of attempts marked LOST.  Attempts locked by
+ * a concurrent finish are skipped (SKIP LOCKED): that finish ends them, exactly once.
+ * Each attempt is locked as the scan reaches it.  Also drops the rows of
+ * sched.tenant_live that are back at zero.
+ */
+Datum
+sched_reap_expired(PG_FUNCTION_ARGS)
+{
+	TimestampTz at;
+	Datum		v[1];
+	Portal		portal;
+	int32		lost = 0;
+
+	require(fcinfo, 0, "at");
+	at = PG_GETARG_TIMESTAMPTZ(0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	v[0] = TimestampTzGetDatum(at);
+	portal = SPI_cursor_open(NULL, sched_spi_plan(&attempts_expired), v, NULL, false);
+	if (portal == NULL)
+		elog(ERROR, "pg_sched: could not open the expired attempts cursor (%s)",
+			 SPI_result_code_string(SPI_result));
+	for (;;)
+	{
+		AttemptRow	a;
+
+		SPI_cursor_fetch(portal, true, 1);
+		if (SPI_processed == 0)
+			break;
+		attempt_from_spi(0, &a);
+		end_attempt(&a, "LOST", NULL, at);
+		lost++;
+	}
+	SPI_cursor_close(portal);
+	sched_spi_exec(&expired_claims_returned, v, NULL, false, 0, SPI_OK_UPDATE);
+	sched_spi_exec(&tenant_live_pruned, NULL, NULL, false, 0, SPI_OK_DELETE);
+	SPI_finish();
+	PG_RETURN_INT32(lost);
+}
+
+/*
+ * Locks an execution (FOR UPDATE) for the application's transition to `target` and
+ * returns its status: `target` itself when it is there already (the caller returns, the
+ * call being idempotent), else an open status.  Unknown id: 42704; closed otherwise: 55000.
+ */
+static char *
+lock_execution_for(FunctionCallInfo fcinfo, const pg_uuid_t *execution_id, const char *target)
+{
+	char	   *cur = lock_execution(&execution_update, execution_id);
+
+	if (cur == NULL)
+		unknown("execution", sched_uuid_out(execution_id));
+	if (strcmp(cur, target) != 0 && !execution_open(cur))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("execution %s is already closed as %s", sched_uuid_out(execution_id), cur)));
+	return cur;
+}
+
+/*
+ * complete_execution(execution_id, at): the application declares the execution done.
+ * Refused (55000) while a request of it is pending or claimed or an attempt is live.
+ * Idempotent on SUCCEEDED.
+ */
+Datum
+sched_complete_execution(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t	execution_id;
+	TimestampTz at;
+	char	   *cur;
+	Datum		v[3];
+	bool		isnull;
+
+	require(fcinfo, 1, "at");
+	require(fcinfo, 0, "execution_id");
+	at = PG_GETARG_TIMESTAMPTZ(1);
+	execution_id = uuid_arg(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	cur = lock_execution_for(fcinfo, &execution_id, "SUCCEEDED");
+	if (strcmp(cur, "SUCCEEDED") != 0)
+	{
+		v[0] = UUIDPGetDatum(&execution_id);
+		sched_spi_exec(&execution_open_work, v, NULL, false, 1, SPI_OK_SELECT);
+		if (DatumGetBool(sched_spi_get(0, 1, &isnull)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("execution %s still has pending requests or live attempts",
+							sched_uuid_out(&execution_id)),
+					 errhint("Finish or cancel its work first, or call cancel_execution.")));
+		v[1] = CStringGetTextDatum("SUCCEEDED");
+		v[2] = TimestampTzGetDatum(at);
+		sched_spi_exec(&execution_closed, v, NULL, false, 0, SPI_OK_UPDATE);
+		add_milestone(&execution_id, "execution.succeeded", "EXECUTION", NULL, 0, NULL,
+					  "SUCCEEDED", "Application", "Execution completed", NULL, at);
+	}
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text("SUCCEEDED"));
+}
+
+/*
+ * cancel_execution(execution_id, at): marks the execution CANCELLED, cancels its pending
+ * and claimed requests, and sends a CANCEL command to the worker of each live attempt
+ * (the attempt stays live until the worker finishes it or its lease expires).
+ * Idempotent.  Locks: the execution row (FOR UPDATE), then its open requests with SKIP
+ * LOCKED: a request locked by a dispatcher is left to it, and that dispatcher, which
+ * must lock the execution after the request, sees CANCELLED and cancels the request
+ * itself (EXECUTION_CLOSED).  It never waits for a request while holding the execution.
+ */
+Datum
+sched_cancel_execution(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t	execution_id;
+	TimestampTz at;
+	char	   *cur;
+
+	require(fcinfo, 1, "at");
+	require(fcinfo, 0, "execution_id");
+	at = PG_GETARG_TIMESTAMPTZ(1);
+	execution_id = uuid_arg(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	cur = lock_execution_for(fcinfo, &execution_id, "CANCELLED");
+	if (strcmp(cur, "CANCELLED") != 0)
+		close_execution(&execution_id, "CANCELLED", at);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text("CANCELLED"));
+}
