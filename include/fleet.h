@@ -43,12 +43,13 @@ typedef struct SchedFleet
 										 * strings): never hand out the mirror's */
 
 /* The columns of a fleet row (fleet.c decodes them; fleet_mirror.c reads them too). */
-#define SCHED_FLEET_COLUMNS \
+#define SCHED_FLEET_COLUMNS_WITH(worker_tid) \
 	"SELECT n.node_id, n.management_status, n.labels, n.cpu_millis, n.memory_mb, n.gpus, " \
 	"       n.weight, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, " \
 	"       n.live_attempts, w.worker_id, w.runtime_state, w.scheduling_status, " \
 	"       w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts, w.generation, " \
-	"       w.ctid, n.ctid "
+	"       " worker_tid ", n.ctid "
+#define SCHED_FLEET_COLUMNS SCHED_FLEET_COLUMNS_WITH("w.ctid")
 #define SCHED_FLEET_COLUMN_COUNT 21
 
 /* The 32-bit hash of a node_id (SchedFleetRow.node_hash; inflight.c keys nodes by it). */

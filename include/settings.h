@@ -15,4 +15,7 @@ extern int	sched_retry_backoff_max_s;
 extern bool sched_notify_workers;
 extern char *sched_databases;
 
+/* Defines every sched.* setting; called once, when the library is loaded. */
+extern void sched_define_settings(void);
+
 #endif							/* PG_SCHED_SETTINGS_H */

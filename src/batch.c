@@ -33,6 +33,34 @@ static void index_by_node(SchedBatchFleet *e);
 static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
 
 /*
+ * What a reservation writes, written once for both forms below (one reservation, a
+ * batch): the attempt, its START command, the selection milestone (its key, its
+ * fields, its detail) and the request's DISPATCHED state.
+ */
+#define ATTEMPT_INSERT \
+	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, " \
+	"         tenant, node_id, worker_id, worker_generation, lease_version, status, " \
+	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, " \
+	"         lease_expires_at) "
+#define ATTEMPT_LEASE(at, ttl) \
+	at ", " at " OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => " ttl ")"
+#define COMMAND_INSERT \
+	"  INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, " \
+	"         request_id, created_at) "
+#define SELECTED_MILESTONE(execution, step, n, attempt, node, worker, score, request, at) \
+	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, " \
+	"         attempt_id, state, component, title, detail, at) " \
+	"  SELECT " execution ", 'step.worker.selected:' OPERATOR(pg_catalog.||) " step "::text " \
+	"         OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) " n "::text, " \
+	"         'SCHEDULING', " step ", " n ", " attempt ", 'SUCCEEDED', 'Scheduler', " \
+	"         'Node and worker selected', " \
+	"         pg_catalog.jsonb_build_object('node_id', " node ", 'worker_id', " worker ", " \
+	"                                       'score', " score ", 'request_id', " request "), " at " "
+#define REQUEST_DISPATCHED(attempt, tries) \
+	" SET state = 'DISPATCHED', attempt_id = " attempt ", claim_id = NULL, " \
+	"     claimed_until = NULL, last_reason = NULL, tries = " tries " OPERATOR(pg_catalog.+) 1 "
+
+/*
  * The reservation's writes, in one statement (one executor start instead of six): the
  * worker's slot, the node's reservations, the attempt, its START command, the timeline
  * milestone (idempotent) and the request's DISPATCHED state.  Foreign keys of the
@@ -50,29 +78,18 @@ static SchedStatement reservation_writes = {
 	"         live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
 	"   WHERE node_id OPERATOR(pg_catalog.=) $6 RETURNING 1 "
 	"), a AS ( "
-	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, "
-	"         tenant, node_id, worker_id, worker_generation, lease_version, status, "
-	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, "
-	"         lease_expires_at) "
-	"  VALUES ($15, $1, $2, $3, $4, $5, $6, $7, $8, 1, 'DISPATCHED', $9, $10, $11, $12, $13, "
-	"          $13 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $14)) "
+	ATTEMPT_INSERT
+	"  VALUES ($15, $1, $2, $3, $4, $5, $6, $7, $8, 1, 'DISPATCHED', $9, $10, $11, $12, "
+	"          " ATTEMPT_LEASE("$13", "$14") ") "
 	"  RETURNING 1 "
 	"), c AS ( "
-	"  INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
-	"         request_id, created_at) VALUES ($7, $8, 'START', $15, 1, $1, $13) RETURNING 1 "
+	COMMAND_INSERT "VALUES ($7, $8, 'START', $15, 1, $1, $13) RETURNING 1 "
 	"), t AS ( "
-	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
-	"         attempt_id, state, component, title, detail, at) "
-	"  VALUES ($2, 'step.worker.selected:' OPERATOR(pg_catalog.||) $3::text "
-	"              OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $4::text, "
-	"          'SCHEDULING', $3, $4, $15, 'SUCCEEDED', 'Scheduler', 'Node and worker selected', "
-	"          pg_catalog.jsonb_build_object('node_id', $6, 'worker_id', $7, 'score', $12, "
-	"                                        'request_id', $1), $13) "
+	SELECTED_MILESTONE("$2", "$3", "$4", "$15", "$6", "$7", "$12", "$1", "$13")
 	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
 	"), r AS ( "
-	"  UPDATE sched.request SET state = 'DISPATCHED', attempt_id = $15, claim_id = NULL, "
-	"         claimed_until = NULL, last_reason = NULL, tries = tries OPERATOR(pg_catalog.+) 1 "
-	"   WHERE request_id OPERATOR(pg_catalog.=) $1 RETURNING 1 "
+	"  UPDATE sched.request x" REQUEST_DISPATCHED("$15", "x.tries")
+	"   WHERE x.request_id OPERATOR(pg_catalog.=) $1 RETURNING 1 "
 	") "
 	"SELECT (SELECT pg_catalog.count(*) FROM w) OPERATOR(pg_catalog.+) "
 	"       (SELECT pg_catalog.count(*) FROM n) OPERATOR(pg_catalog.+) "
@@ -114,33 +131,22 @@ static SchedStatement reservation_writes_batch = {
 	"            FROM p GROUP BY p.node_id) d "
 	"   WHERE x.node_id OPERATOR(pg_catalog.=) d.node_id RETURNING 1 "
 	"), a AS ( "
-	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, "
-	"         tenant, node_id, worker_id, worker_generation, lease_version, status, "
-	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, "
-	"         lease_expires_at) "
+	ATTEMPT_INSERT
 	"  SELECT p.attempt_id, p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
 	"         p.node_id, p.worker_id, p.generation, 1, 'DISPATCHED', p.cpu, p.mem, p.gpus, p.score, "
-	"         $14, $14 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $15) FROM p "
+	"         " ATTEMPT_LEASE("$14", "$15") " FROM p "
 	"  RETURNING 1 "
 	"), c AS ( "
-	"  INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
-	"         request_id, created_at) "
+	COMMAND_INSERT
 	"  SELECT p.worker_id, p.generation, 'START', p.attempt_id, 1, p.request_id, $14 "
 	"    FROM p ORDER BY p.ord RETURNING 1 "
 	"), t AS ( "
-	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
-	"         attempt_id, state, component, title, detail, at) "
-	"  SELECT p.execution_id, 'step.worker.selected:' OPERATOR(pg_catalog.||) p.step_id::text "
-	"         OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) p.attempt_number::text, "
-	"         'SCHEDULING', p.step_id, p.attempt_number, p.attempt_id, 'SUCCEEDED', 'Scheduler', "
-	"         'Node and worker selected', "
-	"         pg_catalog.jsonb_build_object('node_id', p.node_id, 'worker_id', p.worker_id, "
-	"                                       'score', p.score, 'request_id', p.request_id), $14 "
+	SELECTED_MILESTONE("p.execution_id", "p.step_id", "p.attempt_number", "p.attempt_id",
+					   "p.node_id", "p.worker_id", "p.score", "p.request_id", "$14")
 	"    FROM p ORDER BY p.ord "
 	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
 	"), r AS ( "
-	"  UPDATE sched.request x SET state = 'DISPATCHED', attempt_id = p.attempt_id, claim_id = NULL, "
-	"         claimed_until = NULL, last_reason = NULL, tries = x.tries OPERATOR(pg_catalog.+) 1 "
+	"  UPDATE sched.request x" REQUEST_DISPATCHED("p.attempt_id", "x.tries")
 	"    FROM p WHERE x.request_id OPERATOR(pg_catalog.=) p.request_id RETURNING 1 "
 	") "
 	"SELECT (SELECT pg_catalog.count(*) FROM r), (SELECT pg_catalog.count(*) FROM a)",

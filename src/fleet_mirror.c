@@ -438,11 +438,7 @@ append_row(MirrorCap *cap, const SchedFleetRow *row)
  * hashed a sequential scan of every worker.
  */
 static SchedStatement mirror_reread = {
-	"SELECT n.node_id, n.management_status, n.labels, n.cpu_millis, n.memory_mb, n.gpus, "
-	"       n.weight, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, "
-	"       n.live_attempts, w.worker_id, w.runtime_state, w.scheduling_status, "
-	"       w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts, w.generation, "
-	"       w.wtid, n.ctid, w.capability "
+	SCHED_FLEET_COLUMNS_WITH("w.wtid") ", w.capability "
 	"  FROM sched.node n "
 	"  CROSS JOIN LATERAL (SELECT x.*, x.ctid AS wtid FROM sched.worker x "
 	"                       WHERE x.node_id OPERATOR(pg_catalog.=) n.node_id OFFSET 0) w "

@@ -1,5 +1,5 @@
 /*
- * settings.c — module entry point and the sched.* settings.
+ * settings.c — the sched.* settings (module.c defines them at load).
  *
  * Every setting is PGC_USERSET (a session or a single transaction may change it with
  * SET) and measured in seconds (GUC_UNIT_S: '2min' and '90s' are accepted).
@@ -9,14 +9,10 @@
 #include <limits.h>
 
 #include "settings.h"
-#include "shmem.h"
-#include "maintenance.h"
 #include "fleet_mirror.h"
 
 #include "miscadmin.h"
 #include "utils/guc.h"
-
-PG_MODULE_MAGIC;
 
 int			sched_heartbeat_ttl_s = 60;
 int			sched_lease_ttl_s = 300;
@@ -28,10 +24,9 @@ int			sched_retry_backoff_max_s = 60;
 char	   *sched_databases = NULL;
 bool		sched_notify_workers = true;
 
-void		_PG_init(void);
-
+/* Defines every sched.* setting (module.c, at load). */
 void
-_PG_init(void)
+sched_define_settings(void)
 {
 	DefineCustomIntVariable("sched.heartbeat_ttl",
 							"A worker whose last heartbeat is older than this is not admitted (heartbeat_expired).",
@@ -90,9 +85,4 @@ _PG_init(void)
 							&sched_fleet_change_log_size, 16384, 16, 1 << 22,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sched");
-	if (process_shared_preload_libraries_in_progress)
-	{
-		sched_shmem_preload();
-		sched_register_maintenance_workers();
-	}
 }

@@ -1,0 +1,29 @@
+/*
+ * module.c — the library's entry point: _PG_init defines the settings and, when
+ * pg_sched is in shared_preload_libraries, requests its shared memory (shmem.c) and
+ * registers the maintenance background workers (maintenance.c).  Nothing calls into
+ * this file.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+
+#include "maintenance.h"
+#include "settings.h"
+#include "shmem.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	sched_define_settings();
+	if (process_shared_preload_libraries_in_progress)
+	{
+		sched_shmem_preload();
+		sched_register_maintenance_workers();
+	}
+}
