@@ -282,12 +282,6 @@ static SchedStatement key_renewed_late = {
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
-static void
-require(FunctionCallInfo fcinfo, int argno, const char *parameter)
-{
-	sched_check_not_null(fcinfo, argno, parameter);
-}
-
 static pg_uuid_t
 uuid_arg(FunctionCallInfo fcinfo, int argno)
 {
@@ -355,8 +349,8 @@ live_attempt(FunctionCallInfo fcinfo, int attempt_arg, int lease_arg, AttemptRow
 	pg_uuid_t	attempt_id;
 	int64		lease_version;
 
-	require(fcinfo, attempt_arg, "attempt_id");
-	require(fcinfo, lease_arg, "lease_version");
+	sched_check_not_null(fcinfo, attempt_arg, "attempt_id");
+	sched_check_not_null(fcinfo, lease_arg, "lease_version");
 	attempt_id = uuid_arg(fcinfo, attempt_arg);
 	lease_version = PG_GETARG_INT64(lease_arg);
 	if (!lock_attempt(&attempt_id, a))
@@ -609,15 +603,15 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 	Datum		v[4];
 	uint64		i;
 
-	require(fcinfo, 0, "worker_id");
-	require(fcinfo, 1, "generation");
-	require(fcinfo, 2, "max");
+	sched_check_not_null(fcinfo, 0, "worker_id");
+	sched_check_not_null(fcinfo, 1, "generation");
+	sched_check_not_null(fcinfo, 2, "max");
 	max = PG_GETARG_INT32(2);
 	if (max < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("parameter \"max\" must be at least 1: %d", max)));
-	require(fcinfo, 3, "at");
+	sched_check_not_null(fcinfo, 3, "at");
 	worker_id = uuid_arg(fcinfo, 0);
 	generation = PG_GETARG_INT64(1);
 
@@ -664,7 +658,7 @@ sched_start_attempt(PG_FUNCTION_ARGS)
 	TimestampTz expires;
 	Datum		v[2];
 
-	require(fcinfo, 2, "at");
+	sched_check_not_null(fcinfo, 2, "at");
 	at = PG_GETARG_TIMESTAMPTZ(2);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
@@ -697,7 +691,7 @@ sched_renew_lease(PG_FUNCTION_ARGS)
 	TimestampTz at;
 	TimestampTz expires;
 
-	require(fcinfo, 2, "at");
+	sched_check_not_null(fcinfo, 2, "at");
 	at = PG_GETARG_TIMESTAMPTZ(2);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
@@ -737,9 +731,9 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 	TimestampTz at;
 	pg_uuid_t	attempt_id;
 
-	require(fcinfo, 0, "attempt_id");
-	require(fcinfo, 1, "lease_version");
-	require(fcinfo, 2, "outcome");
+	sched_check_not_null(fcinfo, 0, "attempt_id");
+	sched_check_not_null(fcinfo, 1, "lease_version");
+	sched_check_not_null(fcinfo, 2, "outcome");
 	outcome = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (outcome[0] == '\0')
 		ereport(ERROR,
@@ -751,7 +745,7 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for parameter \"outcome\": \"%s\"", outcome),
 				 errdetail("Valid values are SUCCEEDED, FAILED, CANCELLED.")));
-	require(fcinfo, 4, "at");
+	sched_check_not_null(fcinfo, 4, "at");
 	at = PG_GETARG_TIMESTAMPTZ(4);
 	attempt_id = uuid_arg(fcinfo, 0);
 
@@ -785,7 +779,7 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 	Portal		portal;
 	int32		lost = 0;
 
-	require(fcinfo, 0, "at");
+	sched_check_not_null(fcinfo, 0, "at");
 	at = PG_GETARG_TIMESTAMPTZ(0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
@@ -818,7 +812,7 @@ sched_reap_expired(PG_FUNCTION_ARGS)
  * call being idempotent), else an open status.  Unknown id: 42704; closed otherwise: 55000.
  */
 static char *
-lock_execution_for(FunctionCallInfo fcinfo, const pg_uuid_t *execution_id, const char *target)
+lock_execution_for(const pg_uuid_t *execution_id, const char *target)
 {
 	char	   *cur = lock_execution(&execution_update, execution_id);
 
@@ -845,13 +839,13 @@ sched_complete_execution(PG_FUNCTION_ARGS)
 	Datum		v[3];
 	bool		isnull;
 
-	require(fcinfo, 1, "at");
-	require(fcinfo, 0, "execution_id");
+	sched_check_not_null(fcinfo, 1, "at");
+	sched_check_not_null(fcinfo, 0, "execution_id");
 	at = PG_GETARG_TIMESTAMPTZ(1);
 	execution_id = uuid_arg(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	cur = lock_execution_for(fcinfo, &execution_id, "SUCCEEDED");
+	cur = lock_execution_for(&execution_id, "SUCCEEDED");
 	if (strcmp(cur, "SUCCEEDED") != 0)
 	{
 		v[0] = UUIDPGetDatum(&execution_id);
@@ -888,13 +882,13 @@ sched_cancel_execution(PG_FUNCTION_ARGS)
 	TimestampTz at;
 	char	   *cur;
 
-	require(fcinfo, 1, "at");
-	require(fcinfo, 0, "execution_id");
+	sched_check_not_null(fcinfo, 1, "at");
+	sched_check_not_null(fcinfo, 0, "execution_id");
 	at = PG_GETARG_TIMESTAMPTZ(1);
 	execution_id = uuid_arg(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	cur = lock_execution_for(fcinfo, &execution_id, "CANCELLED");
+	cur = lock_execution_for(&execution_id, "CANCELLED");
 	if (strcmp(cur, "CANCELLED") != 0)
 		close_execution(&execution_id, "CANCELLED", at);
 	SPI_finish();

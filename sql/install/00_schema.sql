@@ -7,14 +7,14 @@
  *
  * Tables hold the fleet (node, worker), the work (execution, request, attempt), what
  * workers are told (command) and what happened (timeline).  Writes go through the
- * functions below; placement and reservation are C (src/), fleet and submission
- * bookkeeping are PL/pgSQL.
+ * functions below; placement, reservation, the queue and the attempt lifecycle are C
+ * (src/), fleet and submission bookkeeping are PL/pgSQL.
  *
  * Reservation invariant, enforced twice: the reservation transaction (src/reservation.c)
  * re-checks admission under row locks, and CHECK constraints refuse any row where live
  * attempts exceed slots or reservations exceed capacity.  The counters on node and worker
- * are maintained only by the reservation transaction and by the transitions that end an
- * attempt, in the same transaction as the attempt row they count.
+ * are maintained only by src/batch.c, which writes reservations and their release (when
+ * src/lifecycle.c ends an attempt), in the same transaction as the attempt row they count.
  */
 
 \echo Use "CREATE EXTENSION pg_sched" to load this file. \quit
