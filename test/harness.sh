@@ -256,6 +256,7 @@ case "$cmd" in
         bash bench/diagnostics.sh
         BENCH_APPEND=1 bash bench/full_fleet.sh
         cat bench/ANALYSIS.md >>bench/RESULTS.md   # what limits the targets not met
+        cat bench/NOTES.md >>bench/RESULTS.md      # what was measured by hand, kept
         ;;
     up)
         deps
