@@ -89,11 +89,10 @@ extern int	sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, S
 extern SchedRanked *sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count);
 
 /*
- * The aggregated summary over every node of the fleet ("0/3 nodes eligible: ..."), with
- * (each optional) the number of eligible nodes and whether some node fails only on
- * transient reasons (no_free_slot, *_exhausted).
+ * The aggregated summary over every node of the fleet ("0/3 nodes eligible: ..."), and
+ * (when verdict is not NULL) the fleet's verdict on the request (placement.h).
  */
 extern char *sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet,
-								 int *eligible, bool *transient);
+								 SchedVerdict *verdict);
 
 #endif							/* PG_SCHED_FLEET_H */

@@ -155,6 +155,21 @@ typedef struct SchedRanked
 /* The score's running-attempts term: this much less per live attempt on the node. */
 #define SCHED_SCORE_PER_RUNNING_ATTEMPT 10000
 
+/*
+ * What a fleet, taken whole, says of a request: some node admits it (FITS); none does,
+ * but some node refuses it only for transient reasons, so it waits for capacity (WAITS);
+ * every node has a static reason (STATIC).  Ordered: a later value dominates.
+ */
+typedef enum SchedVerdict
+{
+	SCHED_VERDICT_STATIC = 0,
+	SCHED_VERDICT_WAITS,
+	SCHED_VERDICT_FITS
+} SchedVerdict;
+
+/* The verdict with one more node's reasons counted; start from SCHED_VERDICT_STATIC. */
+extern SchedVerdict sched_verdict_add(SchedVerdict verdict, SchedReasonSet reasons);
+
 /* Sorts a label set by key; returns false (set unchanged in content) on a duplicate key. */
 extern bool sched_labels_sort(SchedLabelSet *set);
 

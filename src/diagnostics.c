@@ -114,11 +114,11 @@ typedef struct CapabilityFleet
 static void
 summarize(const SchedPlacement *p, const SchedFleet *fleet, ShapeEntry *e)
 {
-	int			eligible;
-	bool		transient;
+	SchedVerdict verdict;
 
-	e->summary = sched_fleet_summary(p, fleet, &eligible, &transient);
-	e->blocked = eligible > 0 ? "none" : transient ? "transient" : "static";
+	e->summary = sched_fleet_summary(p, fleet, &verdict);
+	e->blocked = verdict == SCHED_VERDICT_FITS ? "none"
+		: verdict == SCHED_VERDICT_WAITS ? "transient" : "static";
 }
 
 /* The fleet of `capability` (every node), read once per call: all label maps parsed. */

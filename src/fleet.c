@@ -332,12 +332,11 @@ sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count)
 }
 
 char *
-sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, int *eligible,
-					bool *transient)
+sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, SchedVerdict *verdict)
 {
 	int			counts[SCHED_R_COUNT] = {0};
 	int			ok = 0;
-	bool		some_transient = false;
+	SchedVerdict v = SCHED_VERDICT_STATIC;
 	int			i;
 	size_t		len;
 	char	   *buf;
@@ -348,16 +347,13 @@ sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, int *eligi
 
 		if (r == 0)
 			ok++;
-		else if ((r & ~SCHED_TRANSIENT_REASONS) == 0)
-			some_transient = true;
+		v = sched_verdict_add(v, r);
 		sched_count_reasons(r, counts);
 	}
 	len = sched_format_summary(NULL, 0, fleet->count, ok, counts);
 	buf = palloc(len + 1);
 	sched_format_summary(buf, len + 1, fleet->count, ok, counts);
-	if (eligible != NULL)
-		*eligible = ok;
-	if (transient != NULL)
-		*transient = some_transient;
+	if (verdict != NULL)
+		*verdict = v;
 	return buf;
 }

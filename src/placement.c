@@ -163,6 +163,16 @@ sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out)
 		- (int64_t) out->running_attempts * SCHED_SCORE_PER_RUNNING_ATTEMPT;
 }
 
+SchedVerdict
+sched_verdict_add(SchedVerdict verdict, SchedReasonSet reasons)
+{
+	SchedVerdict node = reasons == 0 ? SCHED_VERDICT_FITS
+		: (reasons & ~SCHED_TRANSIENT_REASONS) == 0 ? SCHED_VERDICT_WAITS
+		: SCHED_VERDICT_STATIC;
+
+	return node > verdict ? node : verdict;
+}
+
 void
 sched_score_add_running(SchedRanked *r, int attempts)
 {

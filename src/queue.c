@@ -548,18 +548,10 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* What a dispatch_next call knows of a shape (see "Waiting for capacity" above). */
-typedef enum ShapeVerdict
-{
-	SHAPE_FITS,					/* some node admits it */
-	SHAPE_WAITS,				/* no node does; some only for transient reasons */
-	SHAPE_STATIC				/* every node has a static reason */
-} ShapeVerdict;
-
 typedef struct ShapeEntry
 {
 	int64		shape;			/* hash key: request.shape */
-	ShapeVerdict verdict;
+	SchedVerdict verdict;
 	int			judged_at;		/* the call's placements when it was judged */
 	SchedPlacementArgs args;	/* the placement of the request it was judged by */
 } ShapeEntry;
@@ -574,30 +566,24 @@ typedef struct ShapeJudge
 	TimestampTz at;
 } ShapeJudge;
 
-/* Judges placement p on the call's fleet (kept current with the call's placements). */
-static ShapeVerdict
+/* Judges placement p on the call's fleet (kept current with the call's placements):
+ * the fleet's verdict (placement.h), stopping at the first node that admits it. */
+static SchedVerdict
 judge_placement(ShapeJudge *j, const SchedPlacement *p)
 {
 	SchedFleet *fleet = sched_batch_fleet(j->cache, p->capability, false);
-	bool		transient = false;
+	SchedVerdict v = SCHED_VERDICT_STATIC;
 	int			i;
 
-	for (i = 0; i < fleet->count; i++)
-	{
-		SchedReasonSet r = sched_admission(p, &fleet->rows[i].c);
-
-		if (r == 0)
-			return SHAPE_FITS;
-		if ((r & ~SCHED_TRANSIENT_REASONS) == 0)
-			transient = true;
-	}
-	return transient ? SHAPE_WAITS : SHAPE_STATIC;
+	for (i = 0; i < fleet->count && v != SCHED_VERDICT_FITS; i++)
+		v = sched_verdict_add(v, sched_admission(p, &fleet->rows[i].c));
+	return v;
 }
 
 static void
-set_verdict(ShapeJudge *j, ShapeEntry *e, ShapeVerdict v, QueueScan *q)
+set_verdict(ShapeJudge *j, ShapeEntry *e, SchedVerdict v, QueueScan *q)
 {
-	if (e->verdict != SHAPE_WAITS && v == SHAPE_WAITS)
+	if (e->verdict != SCHED_VERDICT_WAITS && v == SCHED_VERDICT_WAITS)
 	{
 		j->not_waiting--;
 		queue_exclude_shape(q, e->shape);
@@ -624,7 +610,7 @@ shape_entry(ShapeJudge *j, int64 shape, int64 request_id, QueueScan *q)
 			hash_search(j->shapes, &shape, HASH_REMOVE, NULL);
 			return NULL;
 		}
-		e->verdict = SHAPE_FITS;
+		e->verdict = SCHED_VERDICT_FITS;
 		j->not_waiting++;
 		set_verdict(j, e, judge_placement(j, &e->args.p), q);
 	}
@@ -670,9 +656,9 @@ worth_trying(ShapeJudge *j, ShapeEntry *e, QueueScan *q)
 {
 	if (e == NULL)
 		return true;
-	if (e->verdict != SHAPE_WAITS && e->judged_at < j->placements)
+	if (e->verdict != SCHED_VERDICT_WAITS && e->judged_at < j->placements)
 		set_verdict(j, e, judge_placement(j, &e->args.p), q);
-	return e->verdict != SHAPE_WAITS;
+	return e->verdict != SCHED_VERDICT_WAITS;
 }
 
 /*
@@ -769,9 +755,9 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		MemoryContextReset(per_request);
 		/* what the try found of the shape, on a fresh snapshot */
 		if (e != NULL && res.waits == SCHED_WAIT_CAPACITY)
-			set_verdict(&judge, e, SHAPE_WAITS, &q);
+			set_verdict(&judge, e, SCHED_VERDICT_WAITS, &q);
 		else if (e != NULL && res.waits == SCHED_WAIT_STATIC)
-			set_verdict(&judge, e, SHAPE_STATIC, &q);
+			set_verdict(&judge, e, SCHED_VERDICT_STATIC, &q);
 	}
 	sched_batch_flush(cache);
 	SPI_finish();

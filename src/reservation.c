@@ -361,11 +361,10 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 {
 	SchedFleet	local;
 	SchedFleet *fleet = &local;
-	int			eligible;
 	char	   *summary;
 	TimestampTz next = args->at;
 	int			tries_added = 0;
-	bool		transient;
+	SchedVerdict verdict;
 	Datum		v[4];
 
 	if (cache != NULL)
@@ -374,8 +373,8 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 		sched_fleet_load(args->p.capability,
 						 SCHED_FLEET_ALL_NODES | SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, true),
 						 &args->p, &local);
-	summary = sched_fleet_summary(&args->p, fleet, &eligible, &transient);
-	if (eligible == 0 && transient)
+	summary = sched_fleet_summary(&args->p, fleet, &verdict);
+	if (verdict == SCHED_VERDICT_WAITS)
 	{
 		res->waits = SCHED_WAIT_CAPACITY;
 		next = req->available_at;
@@ -386,7 +385,7 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 			return;
 		}
 	}
-	else if (eligible == 0)
+	else if (verdict == SCHED_VERDICT_STATIC)
 	{
 		int64		backoff_s = sched_unschedulable_backoff_max_s;
 

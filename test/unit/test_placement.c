@@ -1617,6 +1617,35 @@ sign(int v)
 
 /* A held candidate (concurrent reservations on its node, inflight.c) ranks after every
  * candidate that is not, whatever the scores; among held ones, the usual order. */
+/* The fleet's verdict: any node that admits wins; else any node held back only by
+ * transient reasons makes it wait for capacity; else it is static.  Order-independent. */
+TEST(verdict_add)
+{
+	SchedReasonSet slot = SCHED_REASON_BIT(SCHED_R_NO_FREE_SLOT);
+	SchedReasonSet cpu_gone = SCHED_REASON_BIT(SCHED_R_CPU_EXHAUSTED) |
+		SCHED_REASON_BIT(SCHED_R_GPUS_EXHAUSTED);
+	SchedReasonSet stale = SCHED_REASON_BIT(SCHED_R_HEARTBEAT_EXPIRED);
+	SchedReasonSet mixed = stale | slot;	/* a static reason among transient ones */
+	SchedReasonSet all[4] = {0, slot, cpu_gone, stale};
+	int			i,
+				j;
+
+	CHECK_INT(sched_verdict_add(SCHED_VERDICT_STATIC, stale), SCHED_VERDICT_STATIC);
+	CHECK_INT(sched_verdict_add(SCHED_VERDICT_STATIC, mixed), SCHED_VERDICT_STATIC);
+	CHECK_INT(sched_verdict_add(SCHED_VERDICT_STATIC, slot), SCHED_VERDICT_WAITS);
+	CHECK_INT(sched_verdict_add(SCHED_VERDICT_STATIC, cpu_gone), SCHED_VERDICT_WAITS);
+	CHECK_INT(sched_verdict_add(SCHED_VERDICT_STATIC, 0), SCHED_VERDICT_FITS);
+	/* a later node never lowers the verdict */
+	CHECK_INT(sched_verdict_add(SCHED_VERDICT_WAITS, stale), SCHED_VERDICT_WAITS);
+	CHECK_INT(sched_verdict_add(SCHED_VERDICT_FITS, slot), SCHED_VERDICT_FITS);
+	CHECK_INT(sched_verdict_add(SCHED_VERDICT_FITS, stale), SCHED_VERDICT_FITS);
+	/* two nodes in either order give the same verdict */
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 4; j++)
+			CHECK_INT(sched_verdict_add(sched_verdict_add(SCHED_VERDICT_STATIC, all[i]), all[j]),
+					  sched_verdict_add(sched_verdict_add(SCHED_VERDICT_STATIC, all[j]), all[i]));
+}
+
 TEST(ranking_held_candidates_last)
 {
 	SchedRanked a,
@@ -2577,6 +2606,7 @@ main(int argc, char **argv)
 	RUN(score_formula);
 	RUN(worked_example_seed_000);
 	RUN(ranking_ties_by_node_id_bytewise);
+	RUN(verdict_add);
 	RUN(ranking_held_candidates_last);
 	RUN(score_add_running);
 	RUN(labels_sort_and_get);
