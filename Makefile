@@ -13,10 +13,15 @@ MODULE_big = $(EXTENSION)
 OBJS       = $(patsubst %.c,%.o,$(wildcard src/*.c))
 
 # The install script of the version in the making is built from one piece per stage,
-# sql/install/*.sql, in the order of their names; released install scripts and every
-# upgrade script are files of their own.
+# sql/install/*.sql, in the order of their names.  The upgrade to it from 0.1.0 is built
+# from sql/upgrade/0.1.0--0.2.0.sql (the tables' changes, what goes) followed by the
+# pieces written to be run again (CREATE OR REPLACE, and the privileges set from
+# scratch).  Released install scripts are files of their own.
 INSTALL_PIECES = $(sort $(wildcard sql/install/*.sql))
-DATA_built     = sql/$(EXTENSION)--$(EXTVERSION).sql
+UPGRADE_PIECES = sql/upgrade/0.1.0--$(EXTVERSION).sql \
+                 $(addprefix sql/install/,05_who_may.sql 15_fleet_api.sql 25_work_api.sql \
+                                          50_diagnostics.sql 90_privileges.sql)
+DATA_built     = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql
 DATA           = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))
 
 PG_CPPFLAGS = -Iinclude
@@ -48,8 +53,11 @@ endif
 # PGXS does not track header dependencies: every object depends on every header.
 $(OBJS): $(wildcard include/*.h)
 
-$(DATA_built): $(INSTALL_PIECES)
+sql/$(EXTENSION)--$(EXTVERSION).sql: $(INSTALL_PIECES)
 	cat $(INSTALL_PIECES) >$@
+
+sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql: $(UPGRADE_PIECES)
+	cat $(UPGRADE_PIECES) >$@
 
 .PHONY: test demo deps bench unit
 test demo deps bench:

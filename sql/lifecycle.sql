@@ -24,10 +24,11 @@
 -- 16384 MB.  sched.lease_ttl is 300 s (default).  Heartbeats are not the subject until
 -- section 5: the heartbeat TTL is one day until then.
 --
--- NOTIFY: psql prints a received notification with the sender's PID and a payload
--- holding the random attempt id.  Around the COMMIT that delivers it, output goes
--- through sed (\o |), which replaces the PID and the attempt id (known beforehand, put in
--- the environment with \setenv) by fixed text; a wrong payload would show a uuid.
+-- NOTIFY: psql prints a received notification with the sender's PID, and its payload
+-- if it has one (pg_sched's is empty: listeners learn nothing but "poll now").  Around
+-- the COMMIT that delivers it, output goes through sed (\o |), which replaces the PID and
+-- the attempt id (known beforehand, put in the environment with \setenv) by fixed text;
+-- a payload naming the attempt would show.
 --
 SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS pg_sched CASCADE;

@@ -24,7 +24,7 @@ SET sched.notify_workers = off;
 SELECT outcome, node_id FROM sched.dispatch_attempt(:r1, at => '2024-05-01 10:00:01+00');
 \o
 SELECT count(*) AS start_commands FROM sched.command WHERE kind = 'START';
--- on again: the worker is woken at commit with the attempt in the payload
+-- on again: the worker is woken at commit, with an empty payload
 RESET sched.notify_workers;
 BEGIN;
 SELECT outcome, node_id FROM sched.dispatch_attempt(:r2, at => '2024-05-01 10:00:02+00');

@@ -11,9 +11,16 @@
  * the owner of the reservation writes) in the same transaction as the status change,
  * and only from a live status, so a slot is released exactly once.
  *
+ * Who may: the worker functions act only for a worker the caller may act for (its
+ * registering role, that role's members, sched_admin: privileges.c), the application's
+ * (complete, cancel) only on a tenant the caller may act for; both are checked before
+ * anything is written or said of the object's state (42501).
+ *
  * Errors: a stale lease_version or generation, or an attempt that is no longer live, is
  * 55000 and changes nothing (a zombie worker never overwrites what happened after its
- * lease was lost); unknown ids are 42704; NULL parameters 22004, invalid ones 22023.
+ * lease was lost); unknown ids are 42704; NULL parameters 22004, invalid ones 22023; an
+ * `at` in the future, from a caller other than sched_admin, 22023 (it would stretch the
+ * lease).
  */
 #include "postgres.h"
 
@@ -26,6 +33,7 @@
 #include "utils/timestamp.h"
 
 #include "batch.h"
+#include "privileges.h"
 #include "settings.h"
 #include "spi_util.h"
 #include "validate.h"
@@ -55,12 +63,15 @@ typedef struct AttemptRow
 	int64		reserve_memory_mb;
 	int32		reserve_gpus;
 	TimestampTz lease_expires_at;
+	Oid			worker_owner;	/* the worker's registered_by; InvalidOid: none */
 } AttemptRow;
 
 #define ATTEMPT_COLUMNS \
 	"SELECT x.attempt_id, x.request_id, x.execution_id, x.step_id, x.attempt_number, " \
 	"       x.node_id, x.worker_id, x.worker_generation, x.lease_version, x.status, " \
-	"       x.reserve_cpu_millis, x.reserve_memory_mb, x.reserve_gpus, x.lease_expires_at " \
+	"       x.reserve_cpu_millis, x.reserve_memory_mb, x.reserve_gpus, x.lease_expires_at, " \
+	"       (SELECT w.registered_by FROM sched.worker w " \
+	"         WHERE w.worker_id OPERATOR(pg_catalog.=) x.worker_id) " \
 	"  FROM sched.attempt x "
 
 static SchedStatement attempt_lock = {
@@ -131,6 +142,14 @@ static SchedStatement execution_share = {
 static SchedStatement execution_no_key_update = {
 	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
 	"   FOR NO KEY UPDATE OF e",
+	1, {UUIDOID}
+};
+
+/* an execution's tenant and the tenant's owner (NULL: none) */
+static SchedStatement execution_tenant = {
+	"SELECT e.tenant, t.owner FROM sched.execution e "
+	"  LEFT JOIN sched.tenant t ON t.tenant OPERATOR(pg_catalog.=) (e.tenant COLLATE \"C\") "
+	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1",
 	1, {UUIDOID}
 };
 
@@ -211,7 +230,8 @@ static SchedStatement tenant_live_pruned = {
 };
 
 static SchedStatement worker_generation = {
-	"SELECT w.generation FROM sched.worker w WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
+	"SELECT w.generation, w.registered_by FROM sched.worker w "
+	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
 	1, {UUIDOID}
 };
 
@@ -327,6 +347,9 @@ attempt_from_spi(int row, AttemptRow *a)
 	a->reserve_memory_mb = sched_spi_int64(row, 12);
 	a->reserve_gpus = (int32) sched_spi_int64(row, 13);
 	a->lease_expires_at = DatumGetTimestampTz(sched_spi_get(row, 14, &isnull));
+	a->worker_owner = DatumGetObjectId(sched_spi_get(row, 15, &isnull));
+	if (isnull)
+		a->worker_owner = InvalidOid;
 }
 
 /* Locks attempt_id's row (FOR UPDATE); false when there is none. */
@@ -342,7 +365,9 @@ lock_attempt(const pg_uuid_t *attempt_id, AttemptRow *a)
 	return true;
 }
 
-/* Locks and returns a live attempt, checking its lease_version; ERROR otherwise. */
+/* Locks and returns a live attempt of a worker the caller may act for, checking its
+ * lease_version; ERROR otherwise (42501 for a stranger, before anything is said of the
+ * attempt's state). */
 static void
 live_attempt(FunctionCallInfo fcinfo, int attempt_arg, int lease_arg, AttemptRow *a)
 {
@@ -355,6 +380,7 @@ live_attempt(FunctionCallInfo fcinfo, int attempt_arg, int lease_arg, AttemptRow
 	lease_version = PG_GETARG_INT64(lease_arg);
 	if (!lock_attempt(&attempt_id, a))
 		unknown("attempt", sched_uuid_out(&attempt_id));
+	sched_require_worker_access(&a->worker_id, a->worker_owner);
 	if (a->lease_version != lease_version)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -480,8 +506,8 @@ close_execution(const pg_uuid_t *execution_id, const char *status, TimestampTz a
 		v[4] = Int64GetDatum(a->request_id);
 		v[5] = TimestampTzGetDatum(at);
 		sched_spi_exec(&cancel_command, v, NULL, false, 0, SPI_OK_INSERT);
-		Async_Notify(psprintf("sched_worker_%s", sched_uuid_out(&a->worker_id)),
-					 psprintf("CANCEL %s", sched_uuid_out(&a->attempt_id)));
+		/* an empty payload: listeners learn nothing (see reservation.c) */
+		Async_Notify(psprintf("sched_worker_%s", sched_uuid_out(&a->worker_id)), "");
 		v[0] = UUIDPGetDatum(&a->worker_id);
 		detail = jsonb_of(&detail_cancel_sent, v, NULL);
 		key = psprintf("step.cancel.sent:%s:%d", sched_uuid_out(&a->step_id), a->attempt_number);
@@ -622,6 +648,12 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 	sched_spi_exec(&worker_generation, v, NULL, false, 0, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		unknown("worker", sched_uuid_out(&worker_id));
+	{
+		bool		isnull;
+		Datum		owner = sched_spi_get(0, 2, &isnull);
+
+		sched_require_worker_access(&worker_id, isnull ? InvalidOid : DatumGetObjectId(owner));
+	}
 	current = sched_spi_int64(0, 1);
 	if (current != generation)
 		ereport(ERROR,
@@ -660,6 +692,7 @@ sched_start_attempt(PG_FUNCTION_ARGS)
 
 	sched_check_not_null(fcinfo, 2, "at");
 	at = PG_GETARG_TIMESTAMPTZ(2);
+	sched_check_at_not_future(at, "at");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	live_attempt(fcinfo, 0, 1, &a);
@@ -693,6 +726,7 @@ sched_renew_lease(PG_FUNCTION_ARGS)
 
 	sched_check_not_null(fcinfo, 2, "at");
 	at = PG_GETARG_TIMESTAMPTZ(2);
+	sched_check_at_not_future(at, "at");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	live_attempt(fcinfo, 0, 1, &a);
@@ -751,11 +785,14 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	if (lock_attempt(&attempt_id, &a) && strcmp(a.status, outcome) == 0 &&
-		a.lease_version == PG_GETARG_INT64(1))
+	if (lock_attempt(&attempt_id, &a))
 	{
-		SPI_finish();
-		PG_RETURN_TEXT_P(cstring_to_text(outcome));		/* the same report again */
+		sched_require_worker_access(&a.worker_id, a.worker_owner);
+		if (strcmp(a.status, outcome) == 0 && a.lease_version == PG_GETARG_INT64(1))
+		{
+			SPI_finish();
+			PG_RETURN_TEXT_P(cstring_to_text(outcome));		/* the same report again */
+		}
 	}
 	live_attempt(fcinfo, 0, 1, &a);
 	end_attempt(&a, outcome, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), at);
@@ -814,8 +851,19 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 static char *
 lock_execution_for(const pg_uuid_t *execution_id, const char *target)
 {
-	char	   *cur = lock_execution(&execution_update, execution_id);
+	Datum		v[1] = {UUIDPGetDatum(execution_id)};
+	bool		isnull;
+	Datum		owner;
+	char	   *cur;
 
+	/* the tenant's owner first: a stranger learns nothing and changes nothing */
+	sched_spi_exec(&execution_tenant, v, NULL, false, 1, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		unknown("execution", sched_uuid_out(execution_id));
+	owner = sched_spi_get(0, 2, &isnull);
+	sched_require_tenant_access(sched_spi_text(0, 1), isnull ? InvalidOid : DatumGetObjectId(owner));
+
+	cur = lock_execution(&execution_update, execution_id);
 	if (cur == NULL)
 		unknown("execution", sched_uuid_out(execution_id));
 	if (strcmp(cur, target) != 0 && !execution_open(cur))

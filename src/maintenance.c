@@ -14,6 +14,14 @@
  * writes.  A database created after the server started gets its worker at the next
  * start.  Without preloading, calling sched.reap_expired() from any client (for example
  * from cron) does the same work.
+ *
+ * Least privilege: a background worker can only connect as a role that may log in, so
+ * it connects as the bootstrap superuser, but it runs every tick as role
+ * sched_scheduler (SetUserIdAndSecContext, with SECURITY_LOCAL_USERID_CHANGE: nothing
+ * in the tick can SET ROLE back), the least role that may call sched.reap_expired; a
+ * database without that role is skipped with a warning.  Its search_path is pinned to
+ * pg_catalog, pg_temp over whatever ALTER DATABASE ... SET gave the connection, and its
+ * one statement names everything with its schema.
  */
 #include "postgres.h"
 
@@ -38,6 +46,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/acl.h"
 #include "utils/snapmgr.h"
 #include "utils/varlena.h"
 
@@ -178,14 +187,29 @@ maintenance_tick(void)
 	pgstat_report_activity(STATE_RUNNING, "SELECT sched.reap_expired(now())");
 	if (OidIsValid(get_extension_oid("pg_sched", true)))
 	{
+		Oid			role = get_role_oid("sched_scheduler", true);
+		Oid			save_userid;
+		int			save_sec_context;
 		int			rc;
 
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "pg_sched: SPI_connect failed");
-		rc = SPI_execute("SELECT sched.reap_expired(pg_catalog.now())", false, 0);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "pg_sched: reap_expired returned %s", SPI_result_code_string(rc));
-		SPI_finish();
+		if (!OidIsValid(role))
+			ereport(WARNING,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("role \"sched_scheduler\" does not exist: the pg_sched maintenance worker skips this tick"),
+					 errhint("ALTER EXTENSION pg_sched UPDATE creates it.")));
+		else
+		{
+			GetUserIdAndSecContext(&save_userid, &save_sec_context);
+			SetUserIdAndSecContext(role, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "pg_sched: SPI_connect failed");
+			rc = SPI_execute("SELECT sched.reap_expired(pg_catalog.now())", false, 0);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "pg_sched: reap_expired returned %s", SPI_result_code_string(rc));
+			SPI_finish();
+			/* (on error, the abort of the tick's transaction restores the user) */
+			SetUserIdAndSecContext(save_userid, save_sec_context);
+		}
 	}
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -203,6 +227,8 @@ sched_maintenance_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
+	/* over ALTER DATABASE ... SET search_path, which the connection applied */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	elog(LOG, "pg_sched maintenance worker started for database \"%s\"", db);
 
 	for (;;)

@@ -37,6 +37,7 @@
 #include "postgres.h"
 
 #include "reservation.h"
+#include "privileges.h"
 #include "batch.h"
 #include "counters.h"
 #include "validate.h"
@@ -691,6 +692,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 
 	sched_check_not_null(fcinfo, 3, "at");
 	at = PG_GETARG_TIMESTAMPTZ(3);
+	sched_check_at_not_future(at, "at");	/* it starts the leases of what is placed */
 	PreventCommandIfReadOnly("dispatch_next");	/* a standby, or a read-only transaction */
 
 	InitMaterializedSRF(fcinfo, 0);

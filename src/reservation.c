@@ -5,8 +5,11 @@
  * Locking protocol.  Every transaction that touches scheduling state takes its locks in
  * this order, and never waits for a lock that comes earlier than one it holds:
  *
- *   1. advisory lock on (step_id, attempt_number), transaction scope, with the tag of
- *      pg_advisory_xact_lock(sched.step_lock_key(step_id, attempt_number));
+ *   1. advisory lock on (step_id, attempt_number), transaction scope, keyed by
+ *      sched.step_lock_key(step_id, attempt_number) in a lock space of pg_sched's own
+ *      (objsubid SCHED_STEP_LOCK_SPACE in pg_locks), which no SQL function can take:
+ *      pg_advisory_lock() and its kin use objsubid 1 and 2, so no role can hold a
+ *      step's lock at will and make its dispatch wait;
  *   2. the request row (FOR UPDATE);
  *   3. the attempt row (finish, renew, reap; a new attempt is inserted, never waited on);
  *   4. the execution row (dispatch: FOR SHARE, so dispatches of one execution run in
@@ -33,7 +36,9 @@
  * resources reserved (counter updates guarded by CHECK constraints), and the attempt,
  * its START command, the timeline milestone and the request's DISPATCHED state written,
  * all in the caller's transaction, followed by NOTIFY sched_worker_<worker_id> (sent at
- * commit, so a worker is never woken for a reservation that rolled back).
+ * commit, so a worker is never woken for a reservation that rolled back).  The
+ * notification's payload is empty: anyone may LISTEN on any channel, so it says only
+ * "poll now"; what to run is read with poll_commands, which only the worker's role may.
  *
  * Expected outcomes (EXISTING, UNSCHEDULABLE, EXECUTION_CLOSED, CANCELLED, NOT_CLAIMED)
  * are results, not errors: a scheduler loop's transaction is never aborted by them.
@@ -41,6 +46,7 @@
 #include "postgres.h"
 
 #include "reservation.h"
+#include "privileges.h"
 #include "counters.h"
 #include "batch.h"
 #include "fleet_mirror.h"
@@ -178,6 +184,10 @@ sched_step_lock_key(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(step_lock_key(PG_GETARG_UUID_P(0), PG_GETARG_INT32(1)));
 }
 
+/* The objsubid (advisory lock tag field 4) of step locks: pg_advisory_lock() and its
+ * kin use 1 (one bigint key) and 2 (two int keys), never this. */
+#define SCHED_STEP_LOCK_SPACE 0x5343
+
 /* Takes (wait) or tries (no wait) the transaction-scoped advisory lock on the step. */
 static bool
 lock_step(const pg_uuid_t *step_id, int32 attempt_number, bool wait)
@@ -185,7 +195,8 @@ lock_step(const pg_uuid_t *step_id, int32 attempt_number, bool wait)
 	LOCKTAG		tag;
 	int64		key = step_lock_key(step_id, attempt_number);
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) key >> 32), (uint32) key, 1);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) key >> 32), (uint32) key,
+						 SCHED_STEP_LOCK_SPACE);
 	if (LockAcquire(&tag, ExclusiveLock, false, !wait) == LOCKACQUIRE_NOT_AVAIL)
 		return false;
 	note_dispatch_lock();
@@ -247,7 +258,6 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	SchedRanked scored;
 	SchedReservationWrite w;
 	char	   *channel;
-	char	   *payload;
 
 	sched_score(p, &row->c, &scored);
 	res->attempt_id = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
@@ -282,8 +292,7 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	if (sched_notify_workers)
 	{
 		channel = psprintf("sched_worker_%s", sched_uuid_out(&row->worker_id));
-		payload = psprintf("START %s", sched_uuid_out(&res->attempt_id));
-		Async_Notify(channel, payload);
+		Async_Notify(channel, "");
 	}
 
 	res->node_id = pstrdup(row->c.node_id);
@@ -732,6 +741,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 
 	sched_check_not_null(fcinfo, 0, "request_id");
 	sched_check_not_null(fcinfo, 2, "at");
+	sched_check_at_not_future(PG_GETARG_TIMESTAMPTZ(2), "at");	/* it starts the lease */
 	if (!PG_ARGISNULL(1))
 		claim = *PG_GETARG_UUID_P(1);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)

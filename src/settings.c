@@ -1,8 +1,12 @@
 /*
  * settings.c — the sched.* settings (module.c defines them at load).
  *
- * Every setting is PGC_USERSET (a session or a single transaction may change it with
- * SET) and measured in seconds (GUC_UNIT_S: '2min' and '90s' are accepted).
+ * The settings that bound what a caller gets (heartbeat and lease TTLs, backoffs,
+ * starvation and aging) are PGC_SUSET: a session cannot raise them for itself; a
+ * superuser sets them in postgresql.conf, per database or role with ALTER ... SET, or
+ * lets a role set them with GRANT SET ON PARAMETER.  The switches that change only how
+ * the caller's own work is done (sched.notify_workers, sched.fleet_mirror) stay
+ * PGC_USERSET.  Durations are in seconds (GUC_UNIT_S: '2min' and '90s' are accepted).
  */
 #include "postgres.h"
 
@@ -32,27 +36,27 @@ sched_define_settings(void)
 							"A worker whose last heartbeat is older than this is not admitted (heartbeat_expired).",
 							"Used when a placement call passes heartbeat_ttl => NULL, and by dispatch.",
 							&sched_heartbeat_ttl_s, 60, 1, INT_MAX,
-							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("sched.lease_ttl",
 							"Lease of a dispatched attempt: the worker must start or renew it within this time.",
 							NULL,
 							&sched_lease_ttl_s, 300, 1, INT_MAX,
-							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("sched.unschedulable_backoff_max",
 							"Longest backoff of an unschedulable request (1 s, doubling at every try).",
 							NULL,
 							&sched_unschedulable_backoff_max_s, 60, 1, INT_MAX,
-							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("sched.starvation_after",
 							"A ready request waiting longer than this goes before every other.",
 							NULL,
 							&sched_starvation_after_s, 600, 1, INT_MAX,
-							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("sched.aging_interval",
 							"A waiting request gains one priority level per interval waited.",
 							NULL,
 							&sched_aging_interval_s, 60, 1, INT_MAX,
-							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("sched.maintenance_interval",
 							"How often the background worker reaps expired leases and claims.",
 							NULL,
@@ -62,7 +66,7 @@ sched_define_settings(void)
 							"Longest backoff before the retry of a failed or lost attempt (1 s, doubling per attempt).",
 							NULL,
 							&sched_retry_backoff_max_s, 60, 1, INT_MAX,
-							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomBoolVariable("sched.notify_workers",
 							 "Whether a dispatch wakes its worker with NOTIFY sched_worker_<worker_id>.",
 							 "NOTIFY serializes the commits of all notifying transactions of the cluster; "

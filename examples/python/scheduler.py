@@ -5,8 +5,9 @@
     python3 scheduler.py --no-reap            # the maintenance background worker reaps
     python3 scheduler.py --audit audit.jsonl  # also check every call (used by the tests)
 
-The connection comes from the PG* environment variables or --dsn.  Several schedulers
-may run at once: dispatch_next takes disjoint requests (FOR UPDATE SKIP LOCKED).
+The connection comes from the PG* environment variables or --dsn; its role needs
+sched_scheduler (--audit: the extension's owner).  Several schedulers may run at once:
+dispatch_next takes disjoint requests (FOR UPDATE SKIP LOCKED).
 
 A request that waits only because the fleet is full stays ready and keeps its place in
 the queue: the first dispatch_next after a slot frees places it.  So the loop needs no
@@ -19,7 +20,8 @@ could take right now.  One JSON line per call is appended to FILE:
     {"ts": ..., "placed": 3, "tried": 3, "left_fitting": 0, "free_slots": 9}
 A call that placed fewer than it was allowed while left_fitting > 0 left both a free slot
 and a request that fits it: that would be a scheduling bug.  (Auditing serializes the
-call with the workers; do not run it in production.)
+call with the workers; do not run it in production.  Locking the tables needs their
+owner's rights, which no pg_sched role has.)
 """
 
 import argparse

@@ -4,9 +4,10 @@
     python3 worker.py --node node-a --capability demo --versions 1.0 --slots 4
 
 The connection comes from the usual PG* environment variables (PGHOST, PGPORT,
-PGUSER, PGDATABASE) or --dsn.  What the worker does:
+PGUSER, PGDATABASE) or --dsn; its role needs sched_worker, and sched_admin too to
+declare its node (--cpu, --memory-mb, --gpus or --labels).  What the worker does:
 
-  1. upsert_node + register_worker: the node exists, this worker session is READY;
+  1. [upsert_node +] register_worker: the node exists, this worker session is READY;
   2. LISTEN "sched_worker_<worker_id>": dispatch wakes us up;
   3. poll_commands: START (run an attempt) and CANCEL (stop one);
   4. start_attempt, do the work, finish_attempt -- in one of `slots` threads;
@@ -91,10 +92,12 @@ class Worker:
 
     def register(self):
         a = self.args
-        self.conn.execute(
-            "SELECT FROM sched.upsert_node(%s, labels => %s, cpu_millis => %s,"
-            "                              memory_mb => %s, gpus => %s)",
-            (a.node, Jsonb(a.labels) if a.labels is not None else None, a.cpu, a.memory_mb, a.gpus))
+        if any(v is not None for v in (a.labels, a.cpu, a.memory_mb, a.gpus)):
+            # the worker declares its node: that is the fleet's (sched_admin)
+            self.conn.execute(
+                "SELECT FROM sched.upsert_node(%s, labels => %s, cpu_millis => %s,"
+                "                              memory_mb => %s, gpus => %s)",
+                (a.node, Jsonb(a.labels) if a.labels is not None else None, a.cpu, a.memory_mb, a.gpus))
         reg = self.conn.execute(
             "SELECT worker_id, generation FROM sched.register_worker(%s, %s, %s, slots => %s)",
             (a.node, a.capability, a.versions, a.slots)).fetchone()
@@ -256,7 +259,8 @@ NOTIFIES_HAS_TIMEOUT = "timeout" in inspect.signature(psycopg.Connection.notifie
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dsn", default="", help="libpq conninfo (default: PG* environment)")
-    p.add_argument("--node", required=True, help="node id (created or updated)")
+    p.add_argument("--node", required=True,
+                   help="node id (created or updated when a capacity or --labels is given)")
     p.add_argument("--capability", default="demo")
     p.add_argument("--versions", default="1.0", help="comma-separated capability versions")
     p.add_argument("--slots", type=int, default=4, help="attempts run concurrently")

@@ -1,5 +1,5 @@
 -- sql/install/20_work.sql — the work: tenants, executions, requests, attempts, commands and
--- the timeline, and submitting work (closing it is the lifecycle's: 40_lifecycle)
+-- the timeline (submitting work: 25_work_api; closing it is the lifecycle's: 40_lifecycle)
 -- A piece of pg_sched--0.2.0.sql, which the Makefile builds from sql/install/*.sql in
 -- the order of their names.
 
@@ -9,9 +9,12 @@
 
 CREATE TABLE sched.tenant (
     tenant  text COLLATE "C" PRIMARY KEY,
-    weight  int NOT NULL DEFAULT 1 CONSTRAINT tenant_weight_positive CHECK (weight > 0)
+    weight  int NOT NULL DEFAULT 1 CONSTRAINT tenant_weight_positive CHECK (weight > 0),
+    -- only members of this role (and sched_admin) submit, cancel or complete the
+    -- tenant's work; NULL: any sched_scheduler may
+    owner   regrole
 );
-COMMENT ON TABLE sched.tenant IS 'Tenant weights for fair share (a tenant not listed has weight 1).';
+COMMENT ON TABLE sched.tenant IS 'Tenants: fair-share weight (a tenant not listed has weight 1) and owner (not listed or NULL: none).';
 
 CREATE TABLE sched.execution (
     execution_id    uuid PRIMARY KEY,
@@ -248,168 +251,3 @@ SELECT pg_catalog.pg_extension_config_dump('sched.command', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.command_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.timeline', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.timeline_id_seq', '');
-
-/* set_tenant_weight: a tenant's fair-share weight (a tenant not listed has 1). */
-CREATE FUNCTION sched.set_tenant_weight(tenant text, weight int)
-RETURNS sched.tenant
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    result sched.tenant;
-BEGIN
-    PERFORM sched._require_text(tenant, 'tenant');
-    PERFORM sched._require(weight, 'weight');
-    IF weight <= 0 THEN
-        RAISE EXCEPTION 'parameter "weight" must be positive: %', weight
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    INSERT INTO sched.tenant AS t (tenant, weight) VALUES (set_tenant_weight.tenant, set_tenant_weight.weight)
-    ON CONFLICT ON CONSTRAINT tenant_pkey DO UPDATE SET weight = excluded.weight
-    RETURNING * INTO result;
-    RETURN result;
-END
-$$;
-
--- ---------------------------------------------------------------------------------
--- Timeline
--- ---------------------------------------------------------------------------------
-
-/* Appends one milestone; a milestone_key already recorded for the execution is kept as is. */
-CREATE FUNCTION sched._milestone(
-    execution_id uuid, milestone_key text, stage text, step_id uuid, attempt_number int,
-    attempt_id uuid, state text, component text, title text, detail jsonb, at timestamptz)
-RETURNS void
-LANGUAGE sql
-SET search_path = pg_catalog, pg_temp
-AS $$
-    INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number,
-                                attempt_id, state, component, title, detail, at)
-    VALUES (execution_id, milestone_key, stage, step_id, attempt_number,
-            attempt_id, state, component, title, detail, at)
-    ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING
-$$;
-
--- ---------------------------------------------------------------------------------
--- Work
--- ---------------------------------------------------------------------------------
-
-/*
- * submit: queues one attempt of one step.  Idempotent on (step_id, attempt_number): a
- * repeated call returns the existing request_id and changes nothing.  Creates the
- * execution (QUEUED, with this tenant) at its first submit.  A request is ready from
- * available_at, which is also its queued_at (backoffs move available_at only).  payload
- * is the application's: stored as given, carried by retries and by the START command.
- * Locks: the execution row (FOR SHARE, so cancel/complete cannot interleave).
- */
-CREATE FUNCTION sched.submit(
-    execution_id uuid,
-    step_id uuid,
-    capability text,
-    capability_version text,
-    attempt_number int DEFAULT 1,
-    tenant text DEFAULT 'default',
-    priority int DEFAULT 0,
-    required_labels jsonb DEFAULT '{}',
-    preferred_labels jsonb DEFAULT '{}',
-    min_cpu_millis int DEFAULT 0,
-    min_memory_mb bigint DEFAULT 0,
-    min_gpus int DEFAULT 0,
-    reserve_cpu_millis int DEFAULT 0,
-    reserve_memory_mb bigint DEFAULT 0,
-    reserve_gpus int DEFAULT 0,
-    node_id text DEFAULT NULL,
-    max_attempts int DEFAULT 3,
-    available_at timestamptz DEFAULT now(),
-    payload jsonb DEFAULT NULL)
-RETURNS bigint
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    existing sched.request;
-    new_id bigint;
-BEGIN
-    PERFORM sched._require(execution_id, 'execution_id');
-    PERFORM sched._require(step_id, 'step_id');
-    PERFORM sched._require_text(capability, 'capability');
-    PERFORM sched._require_text(capability_version, 'capability_version');
-    PERFORM sched._require(attempt_number, 'attempt_number');
-    IF attempt_number < 1 THEN
-        RAISE EXCEPTION 'parameter "attempt_number" must be at least 1: %', attempt_number
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    PERFORM sched._require_text(tenant, 'tenant');
-    PERFORM sched._require(priority, 'priority');
-    PERFORM sched._require(required_labels, 'required_labels');
-    PERFORM sched._check_labels(required_labels, 'required_labels');
-    PERFORM sched._require(preferred_labels, 'preferred_labels');
-    PERFORM sched._check_labels(preferred_labels, 'preferred_labels');
-    PERFORM sched._check_nonnegative(sched._require(min_cpu_millis, 'min_cpu_millis'), 'min_cpu_millis');
-    PERFORM sched._check_nonnegative(sched._require(min_memory_mb, 'min_memory_mb'), 'min_memory_mb');
-    PERFORM sched._check_nonnegative(sched._require(min_gpus, 'min_gpus'), 'min_gpus');
-    PERFORM sched._check_nonnegative(sched._require(reserve_cpu_millis, 'reserve_cpu_millis'), 'reserve_cpu_millis');
-    PERFORM sched._check_nonnegative(sched._require(reserve_memory_mb, 'reserve_memory_mb'), 'reserve_memory_mb');
-    PERFORM sched._check_nonnegative(sched._require(reserve_gpus, 'reserve_gpus'), 'reserve_gpus');
-    IF node_id = '' THEN
-        RAISE EXCEPTION 'parameter "node_id" must not be empty'
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Pass NULL for a request that is not pinned to a node.';
-    END IF;
-    PERFORM sched._require(max_attempts, 'max_attempts');
-    IF max_attempts < 1 THEN
-        RAISE EXCEPTION 'parameter "max_attempts" must be at least 1: %', max_attempts
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    PERFORM sched._require(available_at, 'available_at');
-
-    INSERT INTO sched.execution AS e (execution_id, tenant, status, created_at, updated_at)
-    VALUES (submit.execution_id, submit.tenant, 'QUEUED', now(), now())
-    ON CONFLICT ON CONSTRAINT execution_pkey DO NOTHING;
-    PERFORM 1 FROM sched.execution e WHERE e.execution_id = submit.execution_id FOR SHARE;
-
-    SELECT * INTO existing FROM sched.request r
-     WHERE r.step_id = submit.step_id AND r.attempt_number = submit.attempt_number;
-    IF FOUND THEN
-        IF existing.execution_id <> submit.execution_id THEN
-            RAISE EXCEPTION 'step % attempt % belongs to execution %, not %',
-                step_id, attempt_number, existing.execution_id, execution_id
-                USING ERRCODE = 'unique_violation';
-        END IF;
-        RETURN existing.request_id;
-    END IF;
-
-    INSERT INTO sched.request AS r (
-        execution_id, step_id, attempt_number, tenant, priority, capability, capability_version,
-        required_labels, preferred_labels, min_cpu_millis, min_memory_mb, min_gpus,
-        reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts,
-        state, queued_at, available_at, sort_key, payload)
-    VALUES (
-        submit.execution_id, submit.step_id, submit.attempt_number, submit.tenant, submit.priority,
-        submit.capability, submit.capability_version, submit.required_labels, submit.preferred_labels,
-        submit.min_cpu_millis, submit.min_memory_mb, submit.min_gpus, submit.reserve_cpu_millis,
-        submit.reserve_memory_mb, submit.reserve_gpus, submit.node_id, submit.max_attempts,
-        'PENDING', submit.available_at, submit.available_at,
-        sched._queue_key(submit.priority, submit.available_at), submit.payload)
-    ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING
-    RETURNING r.request_id INTO new_id;
-
-    IF new_id IS NULL THEN
-        -- a concurrent submit of the same step and attempt won: return its request
-        SELECT r.request_id INTO new_id FROM sched.request r
-         WHERE r.step_id = submit.step_id AND r.attempt_number = submit.attempt_number;
-        RETURN new_id;
-    END IF;
-
-    PERFORM sched._milestone(submit.execution_id,
-        format('step.queued:%s:%s', submit.step_id, submit.attempt_number),
-        'SCHEDULING', submit.step_id, submit.attempt_number, NULL, 'QUEUED', 'Queue',
-        'Queued for scheduling',
-        jsonb_build_object('request_id', new_id, 'capability', submit.capability,
-                           'capability_version', submit.capability_version, 'tenant', submit.tenant,
-                           'priority', submit.priority),
-        submit.available_at);
-    RETURN new_id;
-END
-$$;
-

@@ -74,7 +74,8 @@ AS 'MODULE_PATHNAME', 'sched_dispatch_attempt'
 LANGUAGE C VOLATILE;
 
 /* The bigint key of the advisory lock dispatch takes on (step_id, attempt_number), as
- * shown in pg_locks (classid = high 32 bits, objid = low 32 bits, objsubid = 1). */
+ * shown in pg_locks (classid = high 32 bits, objid = low 32 bits, objsubid = 21315: a
+ * lock space of pg_sched's own, which pg_advisory_lock() and its kin cannot take). */
 CREATE FUNCTION sched.step_lock_key(step_id uuid, attempt_number int)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'sched_step_lock_key'

@@ -77,9 +77,3 @@ AS 'MODULE_PATHNAME', 'sched_cancel_execution'
 LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp;
 
-/* A sched.* duration setting in seconds (the library is loaded first, defining it). */
-CREATE FUNCTION sched._setting_seconds(name text)
-RETURNS double precision
-AS 'MODULE_PATHNAME', 'sched_setting_seconds'
-LANGUAGE C STABLE STRICT;
-

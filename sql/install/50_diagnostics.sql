@@ -1,14 +1,27 @@
 -- sql/install/50_diagnostics.sql — diagnostics for operators: the views and explain (src/diagnostics.c)
--- A piece of pg_sched--0.2.0.sql, which the Makefile builds from sql/install/*.sql in
--- the order of their names.
+-- A piece of pg_sched--0.2.0.sql (the Makefile builds it from sql/install/*.sql in the
+-- order of their names) and of the upgrade from 0.1.0, hence CREATE OR REPLACE.
+--
+-- Everything here only reads and runs as its caller (SECURITY INVOKER): what a role sees
+-- is what its table privileges let it see.  So these functions call no internal helper
+-- (sched._*, which no role but the owner may call): the formatting and settings helpers
+-- they share are public read-only functions, granted with them to sched_observer.
 
 -- ---------------------------------------------------------------------------------
 -- Diagnostics for operators (read-only; they answer on a hot standby too)
 -- ---------------------------------------------------------------------------------
 
+/* A sched.* duration setting in seconds, as this session sees it (the library is loaded
+ * first, defining it): sched.setting_seconds('sched.heartbeat_ttl'). */
+CREATE OR REPLACE FUNCTION sched.setting_seconds(name text)
+RETURNS double precision
+AS 'MODULE_PATHNAME', 'sched_setting_seconds'
+LANGUAGE C STABLE STRICT;
+
 /* (request_id, explanation, blocked) for every PENDING or CLAIMED request, computed by
- * the admission routine of dispatch over the current fleet (src/diagnostics.c). */
-CREATE FUNCTION sched._pending_explanations(at timestamptz)
+ * the admission routine of dispatch over the current fleet (src/diagnostics.c): what
+ * sched.pending shows, for reports that want only this. */
+CREATE OR REPLACE FUNCTION sched.pending_explanations(at timestamptz)
 RETURNS TABLE (request_id bigint, explanation text, blocked text)
 AS 'MODULE_PATHNAME', 'sched_pending_explanations'
 LANGUAGE C STABLE;
@@ -20,7 +33,7 @@ LANGUAGE C STABLE;
  *   SELECT * FROM sched.pending('2026-01-01 12:00+00');
  */
 
-CREATE FUNCTION sched.node_overview(at timestamptz)
+CREATE OR REPLACE FUNCTION sched.node_overview(at timestamptz)
 RETURNS TABLE (node_id text, status text, workers int, workers_ready int, worker_states text,
                heartbeat_age interval, cpu_millis int, cpu_reserved int, cpu_free int,
                memory_mb bigint, memory_reserved_mb bigint, memory_free_mb bigint,
@@ -31,14 +44,16 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM sched._require(at, 'at');
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     RETURN QUERY
 SELECT n.node_id,
        n.management_status,
        count(w.worker_id)::int,
        (count(w.worker_id) FILTER (
             WHERE w.runtime_state = 'READY' AND w.scheduling_status = 'ELIGIBLE'
-              AND w.last_heartbeat >= $1 - make_interval(secs => sched._setting_seconds('sched.heartbeat_ttl'))))::int,
+              AND w.last_heartbeat >= $1 - make_interval(secs => sched.setting_seconds('sched.heartbeat_ttl'))))::int,
        string_agg(w.capability || ':' || lower(w.runtime_state)
                   || CASE WHEN w.scheduling_status = 'CORDONED' THEN ',cordoned' ELSE '' END,
                   ' ' ORDER BY w.capability),
@@ -56,10 +71,10 @@ SELECT n.node_id,
  ORDER BY n.node_id;
 END
 $$;
-CREATE VIEW sched.node_overview AS SELECT * FROM sched.node_overview(now());
+CREATE OR REPLACE VIEW sched.node_overview AS SELECT * FROM sched.node_overview(now());
 COMMENT ON VIEW sched.node_overview IS 'One row per node: status, workers, heartbeat age, capacity / reserved / free, slots.';
 
-CREATE FUNCTION sched.pending(at timestamptz)
+CREATE OR REPLACE FUNCTION sched.pending(at timestamptz)
 RETURNS TABLE (request_id bigint, tenant text, capability text, priority int,
                effective_priority numeric, waited interval, tries int, next_try_at timestamptz,
                state text, explanation text, blocked text, pinned_to text, last_reason text)
@@ -68,14 +83,16 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM sched._require(at, 'at');
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     RETURN QUERY
 SELECT r.request_id,
        r.tenant,
        r.capability || '@' || r.capability_version,
        r.priority,
        round((r.priority + greatest(extract(epoch FROM $1 - r.queued_at), 0)
-                          / sched._setting_seconds('sched.aging_interval'))::numeric, 2),
+                          / sched.setting_seconds('sched.aging_interval'))::numeric, 2),
        date_trunc('second', greatest($1 - r.queued_at, interval '0')),
        r.tries,
        greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END),
@@ -85,14 +102,14 @@ SELECT r.request_id,
        r.node_id,
        r.last_reason
   FROM sched.request r
-  JOIN sched._pending_explanations($1) x ON x.request_id = r.request_id
+  JOIN sched.pending_explanations($1) x ON x.request_id = r.request_id
  ORDER BY r.queued_at, r.request_id;
 END
 $$;
-CREATE VIEW sched.pending AS SELECT * FROM sched.pending(now());
+CREATE OR REPLACE VIEW sched.pending AS SELECT * FROM sched.pending(now());
 COMMENT ON VIEW sched.pending IS 'One row per pending or claimed request, with a live explanation of why it waits.';
 
-CREATE FUNCTION sched.queue_stats(at timestamptz)
+CREATE OR REPLACE FUNCTION sched.queue_stats(at timestamptz)
 RETURNS TABLE (tenant text, capability text, pending int, ready_now int, oldest_wait interval,
                dispatched_5m int, p50_wait interval, p95_wait interval, starving int)
 LANGUAGE plpgsql STABLE
@@ -100,7 +117,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM sched._require(at, 'at');
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     RETURN QUERY
 WITH waiting AS (
     SELECT r.tenant, r.capability,
@@ -108,7 +127,7 @@ WITH waiting AS (
            count(*) FILTER (WHERE r.available_at <= $1
                               AND (r.state = 'PENDING' OR r.claimed_until <= $1)) AS ready_now,
            date_trunc('second', max($1 - r.queued_at)) AS oldest_wait,
-           count(*) FILTER (WHERE r.queued_at < $1 - make_interval(secs => sched._setting_seconds('sched.starvation_after')))
+           count(*) FILTER (WHERE r.queued_at < $1 - make_interval(secs => sched.setting_seconds('sched.starvation_after')))
                AS starving
       FROM sched.request r
      WHERE r.state IN ('PENDING', 'CLAIMED')
@@ -136,10 +155,10 @@ SELECT tenant, capability,
  ORDER BY tenant, capability;
 END
 $$;
-CREATE VIEW sched.queue_stats AS SELECT * FROM sched.queue_stats(now());
+CREATE OR REPLACE VIEW sched.queue_stats AS SELECT * FROM sched.queue_stats(now());
 COMMENT ON VIEW sched.queue_stats IS 'Per tenant and capability: queue depth, oldest wait, recent dispatch waits, starving requests.';
 
-CREATE FUNCTION sched.attempt_overview(at timestamptz)
+CREATE OR REPLACE FUNCTION sched.attempt_overview(at timestamptz)
 RETURNS TABLE (attempt_id uuid, execution_id uuid, step_id uuid, attempt_number int,
                tenant text, node_id text, worker_id uuid, status text, lease_state text,
                lease_remaining interval, lease_version bigint, dispatched_at timestamptz,
@@ -150,7 +169,9 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM sched._require(at, 'at');
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     RETURN QUERY
 SELECT a.attempt_id, a.execution_id, a.step_id, a.attempt_number, a.tenant, a.node_id,
        a.worker_id, a.status,
@@ -170,20 +191,23 @@ SELECT a.attempt_id, a.execution_id, a.step_id, a.attempt_number, a.tenant, a.no
  ORDER BY (a.status IN ('DISPATCHED', 'RUNNING')) DESC, a.dispatched_at DESC, a.attempt_id;
 END
 $$;
-CREATE VIEW sched.attempt_overview AS SELECT * FROM sched.attempt_overview(now());
+CREATE OR REPLACE VIEW sched.attempt_overview AS SELECT * FROM sched.attempt_overview(now());
 COMMENT ON VIEW sched.attempt_overview IS 'Attempts with their lease state: held, expired (to be reaped), orphaned (worker re-registered), released.';
 
 /* The milestones of one execution, in order. */
-CREATE FUNCTION sched.execution_timeline(execution_id uuid)
+CREATE OR REPLACE FUNCTION sched.execution_timeline(execution_id uuid)
 RETURNS TABLE (at timestamptz, stage text, milestone text, state text, component text,
                title text, step_id uuid, attempt_number int, detail jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM sched._require(execution_id, 'execution_id');
+    IF execution_id IS NULL THEN
+        RAISE EXCEPTION 'parameter "execution_id" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM sched.execution e WHERE e.execution_id = execution_timeline.execution_id) THEN
-        PERFORM sched._unknown('execution', execution_id::text);
+        RAISE EXCEPTION 'execution "%" does not exist (parameter "execution_id")', execution_id
+            USING ERRCODE = 'undefined_object';
     END IF;
     RETURN QUERY
     SELECT t.at, t.stage, t.milestone_key, t.state, t.component, t.title, t.step_id,
@@ -195,21 +219,21 @@ END
 $$;
 
 /* A CPU amount for people: 16000 -> '16', 1500 -> '1.5'. */
-CREATE FUNCTION sched._cpus(millis bigint)
+CREATE OR REPLACE FUNCTION sched.format_cpus(millis bigint)
 RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT trim_scale(round(millis / 1000.0, 3))::text $$;
 
 /* An amount with its unit, singular or plural: (1, 'GPU') -> '1 GPU', ('1.5', 'CPU') -> '1.5 CPUs'. */
-CREATE FUNCTION sched._amount(amount text, unit text)
+CREATE OR REPLACE FUNCTION sched.format_amount(amount text, unit text)
 RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT amount || ' ' || unit || CASE WHEN amount = '1' THEN '' ELSE 's' END $$;
 
 /* A duration for people, whatever the session's IntervalStyle: '90 s', '2 min 5 s', '3 h 0 min'. */
-CREATE FUNCTION sched._duration(d interval)
+CREATE OR REPLACE FUNCTION sched.format_duration(d interval)
 RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
@@ -226,7 +250,7 @@ $$;
  * single change would admit a node).  Read-only; built on qualification_reasons and
  * rank_candidates, so it explains with the routine dispatch decides with.
  */
-CREATE FUNCTION sched.explain(request_id bigint, at timestamptz DEFAULT now())
+CREATE OR REPLACE FUNCTION sched.explain(request_id bigint, at timestamptz DEFAULT now())
 RETURNS text
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -237,29 +261,34 @@ DECLARE
     q record;
     total int;
     eligible int;
-    ttl double precision := sched._setting_seconds('sched.heartbeat_ttl');
+    ttl double precision := sched.setting_seconds('sched.heartbeat_ttl');
     need bigint;
     biggest bigint;
     misses int := 0;
 BEGIN
-    PERFORM sched._require(request_id, 'request_id');
-    PERFORM sched._require(at, 'at');
+    IF request_id IS NULL THEN
+        RAISE EXCEPTION 'parameter "request_id" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     SELECT * INTO r FROM sched.request x WHERE x.request_id = explain.request_id;
     IF NOT FOUND THEN
-        PERFORM sched._unknown('request', request_id::text);
+        RAISE EXCEPTION 'request "%" does not exist (parameter "request_id")', request_id
+            USING ERRCODE = 'undefined_object';
     END IF;
 
     out := out || format('request %s: %s@%s for tenant %s, priority %s, attempt %s of %s',
                          r.request_id, r.capability, r.capability_version, r.tenant, r.priority,
                          r.attempt_number, r.max_attempts);
     out := out || format('  state %s, waited %s, tries: %s, next try %s',
-                         r.state, sched._duration(at - r.queued_at), r.tries,
+                         r.state, sched.format_duration(at - r.queued_at), r.tries,
                          CASE WHEN r.available_at <= at THEN 'now'
-                              ELSE 'in ' || sched._duration(r.available_at - at) END);
+                              ELSE 'in ' || sched.format_duration(r.available_at - at) END);
     out := out || format('  requires: %s; prefers: %s', r.required_labels, r.preferred_labels);
     out := out || format('  minimum: cpu %s, memory %s MB, gpus %s; reserves: cpu %s, memory %s MB, gpus %s',
-                         sched._cpus(r.min_cpu_millis), r.min_memory_mb, r.min_gpus,
-                         sched._cpus(r.reserve_cpu_millis), r.reserve_memory_mb, r.reserve_gpus);
+                         sched.format_cpus(r.min_cpu_millis), r.min_memory_mb, r.min_gpus,
+                         sched.format_cpus(r.reserve_cpu_millis), r.reserve_memory_mb, r.reserve_gpus);
     out := out || format('  heartbeat TTL %s s%s', ttl,
                          CASE WHEN r.node_id IS NOT NULL THEN format('; pinned to node %s', r.node_id) ELSE '' END);
     IF r.last_reason IS NOT NULL THEN
@@ -319,16 +348,16 @@ BEGIN
             WHEN 'required_labels_mismatch' THEN format('%s would qualify with labels %s (it has %s)',
                  q.node_id, r.required_labels, q.labels)
             WHEN 'insufficient_cpu' THEN format('%s would qualify with %s (it has %s)',
-                 q.node_id, sched._amount(sched._cpus(greatest(r.min_cpu_millis, r.reserve_cpu_millis)), 'CPU'),
-                 sched._cpus(q.cpu_millis))
+                 q.node_id, sched.format_amount(sched.format_cpus(greatest(r.min_cpu_millis, r.reserve_cpu_millis)), 'CPU'),
+                 sched.format_cpus(q.cpu_millis))
             WHEN 'insufficient_memory' THEN format('%s would qualify with %s MB of memory (it has %s MB)',
                  q.node_id, greatest(r.min_memory_mb, r.reserve_memory_mb), q.memory_mb)
             WHEN 'insufficient_gpus' THEN format('%s would qualify with %s (it has %s)',
-                 q.node_id, sched._amount(greatest(r.min_gpus, r.reserve_gpus)::text, 'GPU'), q.gpus)
+                 q.node_id, sched.format_amount(greatest(r.min_gpus, r.reserve_gpus)::text, 'GPU'), q.gpus)
             WHEN 'no_free_slot' THEN format('%s would qualify when one of its %s ends',
-                 q.node_id, sched._amount(q.worker_live::text, 'live attempt'))
+                 q.node_id, sched.format_amount(q.worker_live::text, 'live attempt'))
             WHEN 'cpu_exhausted' THEN format('%s would qualify when its free CPUs reach %s (now %s)',
-                 q.node_id, sched._cpus(r.reserve_cpu_millis), sched._cpus(q.cpu_millis - q.reserved_cpu_millis))
+                 q.node_id, sched.format_cpus(r.reserve_cpu_millis), sched.format_cpus(q.cpu_millis - q.reserved_cpu_millis))
             WHEN 'memory_exhausted' THEN format('%s would qualify when its free memory reaches %s MB (now %s MB)',
                  q.node_id, r.reserve_memory_mb, q.memory_mb - q.reserved_memory_mb)
             WHEN 'gpus_exhausted' THEN format('%s would qualify when its free GPUs reach %s (now %s)',
@@ -341,7 +370,7 @@ BEGIN
     SELECT max(n.cpu_millis) INTO biggest FROM sched.node n;
     IF need > 0 AND biggest < need THEN
         misses := misses + 1;
-        out := out || format('  no node has %s; the largest has %s', sched._amount(sched._cpus(need), 'CPU'), sched._cpus(biggest));
+        out := out || format('  no node has %s; the largest has %s', sched.format_amount(sched.format_cpus(need), 'CPU'), sched.format_cpus(biggest));
     END IF;
     need := greatest(r.min_memory_mb, r.reserve_memory_mb);
     SELECT max(n.memory_mb) INTO biggest FROM sched.node n;
@@ -353,7 +382,7 @@ BEGIN
     SELECT max(n.gpus) INTO biggest FROM sched.node n;
     IF need > 0 AND biggest < need THEN
         misses := misses + 1;
-        out := out || format('  no node has %s; the largest has %s', sched._amount(need::text, 'GPU'), biggest);
+        out := out || format('  no node has %s; the largest has %s', sched.format_amount(need::text, 'GPU'), biggest);
     END IF;
     IF NOT EXISTS (SELECT 1 FROM sched.worker w WHERE w.capability = r.capability) THEN
         misses := misses + 1;

@@ -54,6 +54,22 @@ fi
 WORK=$(mktemp -d /tmp/pg_sched_e2e_py.XXXXXX)
 echo "python: $PY (psycopg $("$PY" -c 'import psycopg; print(psycopg.__version__)')); logs in $WORK"
 
+# ---- roles ---------------------------------------------------------------------------------
+# a login role per job, granted one pg_sched role each and nothing else (cluster-wide:
+# made once, kept for the next run)
+psql -X -q -v ON_ERROR_STOP=1 -d postgres <<'SQL'
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sched_e2e_app') THEN
+        CREATE ROLE sched_e2e_app LOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sched_e2e_worker') THEN
+        CREATE ROLE sched_e2e_worker LOGIN;
+    END IF;
+END
+$$;
+SQL
+
 # ---- processes ---------------------------------------------------------------------------
 PIDS=()          # every process started here
 DIR=""           # the current scenario's directory (logs shown on failure)
@@ -112,6 +128,7 @@ scenario() {     # scenario NAME KILL(0|1)
     psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" \
          -c "CREATE DATABASE $DB"
     q "CREATE EXTENSION pg_sched"
+    q "SET client_min_messages = warning; GRANT sched_scheduler TO sched_e2e_app; GRANT sched_worker TO sched_e2e_worker"
     if [ "$kill" = 1 ]; then
         # new sessions (all of those below) get these
         psql -X -q -v ON_ERROR_STOP=1 -d postgres \
@@ -121,14 +138,20 @@ scenario() {     # scenario NAME KILL(0|1)
             "$(q "SELECT current_setting('sched.lease_ttl') || ' ' || current_setting('sched.heartbeat_ttl')")" "4s 3s"
     fi
 
+    # the roles of a deployment (README "Privileges"): the fleet is the admin's, the
+    # application submits and dispatches as a sched_scheduler, the workers run as a
+    # sched_worker; no other grant
+    q "SELECT sched.upsert_node('node-' || i, cpu_millis => 4000, memory_mb => 8192)
+         FROM generate_series(1, 3) i"
+
     # all the work is queued before the scheduler starts (a request submitted while an
     # audited call runs would look left over to its check)
-    PGDATABASE=$DB "$PY" "$EX/submit.py" --count "$TASKS" --sleep 0.1 --sleep-max 0.3 -q
+    PGUSER=sched_e2e_app PGDATABASE=$DB "$PY" "$EX/submit.py" --count "$TASKS" --sleep 0.1 --sleep-max 0.3 -q
 
     local i pids=() nodes=()
     for i in 1 2 3; do
-        PGDATABASE=$DB "$PY" "$EX/worker.py" --node "node-$i" --capability demo --versions 1.0 \
-            --slots 4 --cpu 4000 --memory-mb 8192 -v >"$DIR/worker-$i.log" 2>&1 &
+        PGUSER=sched_e2e_worker PGDATABASE=$DB "$PY" "$EX/worker.py" --node "node-$i" --capability demo --versions 1.0 \
+            --slots 4 -v >"$DIR/worker-$i.log" 2>&1 &
         pids[$i]=$!; nodes[$i]=node-$i; PIDS+=($!)
     done
     # the scheduler starts once the fleet is registered, so no registration runs
@@ -139,6 +162,8 @@ scenario() {     # scenario NAME KILL(0|1)
         for i in 1 2 3; do kill -0 "${pids[$i]}" 2>/dev/null || fail "$name: worker $i exited"; done
         sleep 0.1
     done
+    check_eq "$name: the workers are registered by their login role" \
+        "$(q "SELECT string_agg(DISTINCT registered_by::text, ',') FROM sched.worker")" sched_e2e_worker
     # the audit's own check, before anything is dispatched: every request fits, every slot is free
     # (so a call that placed nothing now would be a violation: the check can fail)
     check_eq "$name: the audit check sees fitting requests and free slots before dispatch" \
@@ -146,6 +171,8 @@ scenario() {     # scenario NAME KILL(0|1)
 c = psycopg.connect('')
 print(c.execute(scheduler.LEFT_FITTING).fetchone()[0], c.execute(scheduler.FREE_SLOTS).fetchone()[0])")" \
         "$TASKS 12"
+    # the audit locks sched.worker around each call (to freeze the fleet it checks
+    # against), which only the tables' owner may: the audited scheduler runs as postgres
     PGDATABASE=$DB "$PY" "$EX/scheduler.py" --audit "$DIR/audit.jsonl" >"$DIR/scheduler.log" 2>&1 &
     local sched_pid=$!; PIDS+=($!)
 

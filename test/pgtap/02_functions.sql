@@ -162,8 +162,8 @@ SELECT is((SELECT count(*)::int FROM sched.select_candidate(capability => 'build
 SELECT results_eq(
     $$ SELECT name::text, vartype, unit, boot_val, reset_val, context
          FROM pg_settings WHERE name IN ('sched.heartbeat_ttl', 'sched.lease_ttl') ORDER BY name $$,
-    $$ VALUES ('sched.heartbeat_ttl', 'integer', 's', '60', '60', 'user'),
-              ('sched.lease_ttl', 'integer', 's', '300', '300', 'user') $$,
+    $$ VALUES ('sched.heartbeat_ttl', 'integer', 's', '60', '60', 'superuser'),
+              ('sched.lease_ttl', 'integer', 's', '300', '300', 'superuser') $$,
     'sched.heartbeat_ttl and sched.lease_ttl are integer settings in seconds, defaults 60 and 300');
 SELECT is(current_setting('sched.heartbeat_ttl')::interval, interval '60 seconds',
           'sched.heartbeat_ttl defaults to 60 s');

@@ -97,3 +97,18 @@ SELECT sched.finish_attempt(a.attempt_id, a.lease_version, 'FAILED', '{"exit": 1
 INSERT INTO public.upgrade_step (n, step_id, request_id)
 SELECT 12, r.step_id, r.request_id FROM sched.request r
  WHERE r.step_id = md5('upgrade-step-2')::uuid AND r.attempt_number = 2;
+
+-- what the 0.1.0 README asked of a deployment: the role of its schedulers and workers
+-- granted the tables and every function (the update revokes all of it: 0.2.0 has roles
+-- for jobs, and no role but the owner writes a table)
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'sched_upgrade_app') THEN
+        CREATE ROLE sched_upgrade_app NOLOGIN;
+    END IF;
+END
+$$;
+GRANT USAGE ON SCHEMA sched TO sched_upgrade_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA sched TO sched_upgrade_app;
+GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA sched TO sched_upgrade_app;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sched TO sched_upgrade_app;

@@ -221,6 +221,47 @@ changed=$(value "$OLD" "SELECT string_agg(format('%s: %s, now %s', tbl, digest,
   $changed"
 pass "every table keeps its rows over its $FROM_VERSION columns ($(value "$OLD" "SELECT string_agg(tbl || ' ' || split_part(digest, ',', 1), ', ' ORDER BY tbl) FROM public.upgrade_table WHERE digest NOT LIKE '0 rows%'"))"
 
+# the role model of 0.2.0 (README "Privileges") on the upgraded database
+expect "$OLD" "the four roles exist after the update, with their memberships" \
+    "sched_admin:sched_scheduler,sched_worker sched_observer: sched_scheduler:sched_observer sched_worker:" \
+    "SELECT string_agg(r.rolname || ':' || coalesce((SELECT string_agg(g.rolname, ',' ORDER BY g.rolname)
+                                                       FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+                                                      WHERE m.member = r.oid), ''), ' ' ORDER BY r.rolname)
+       FROM pg_roles r WHERE r.rolname IN ('sched_admin', 'sched_observer', 'sched_scheduler', 'sched_worker')
+        AND NOT r.rolcanlogin"
+expect "$OLD" "the grants the 0.1.0 README asked for (tables, sequences, functions, schema) are revoked" "0" \
+    "SELECT (SELECT count(*) FROM pg_class c, aclexplode(c.relacl) x
+              WHERE c.relnamespace = 'sched'::regnamespace AND x.grantee = 'sched_upgrade_app'::regrole)
+          + (SELECT count(*) FROM pg_proc p, aclexplode(p.proacl) x
+              WHERE p.pronamespace = 'sched'::regnamespace AND x.grantee = 'sched_upgrade_app'::regrole)
+          + (SELECT count(*) FROM pg_namespace n, aclexplode(n.nspacl) x
+              WHERE n.nspname = 'sched' AND x.grantee = 'sched_upgrade_app'::regrole)"
+expect "$OLD" "no role but the owner may write a table of the extension" "0" \
+    "SELECT count(*) FROM pg_class c, aclexplode(c.relacl) x
+      WHERE c.relnamespace = 'sched'::regnamespace AND x.grantee <> c.relowner
+        AND x.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')"
+expect "$OLD" "the settings that bound leases, heartbeats, backoffs, starvation and aging are superuser-only" \
+    "6 superuser" \
+    "LOAD 'pg_sched'; SELECT count(*) || ' ' || string_agg(DISTINCT context, ',') FROM pg_settings
+      WHERE name IN ('sched.heartbeat_ttl', 'sched.lease_ttl', 'sched.retry_backoff_max',
+                     'sched.unschedulable_backoff_max', 'sched.starvation_after', 'sched.aging_interval')"
+expect "$OLD" "the workers registered at $FROM_VERSION are owned by no role" "0 5" \
+    "SELECT count(registered_by) || ' ' || count(*) FROM sched.worker"
+value "$OLD" "DO \$\$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sched_upgrade_worker') THEN
+                CREATE ROLE sched_upgrade_worker NOLOGIN; END IF; END \$\$;
+              GRANT sched_worker TO sched_upgrade_worker" >/dev/null
+expect "$OLD" "a sched_worker may not heartbeat a worker from $FROM_VERSION (42501), which is unchanged" \
+    "42501 unchanged" \
+    "SET ROLE sched_upgrade_worker;
+     DO \$\$ BEGIN
+         PERFORM sched.heartbeat(w.worker_id, w.generation, runtime_state => 'DRAINING')
+            FROM sched.worker w WHERE w.node_id = 'node-c' AND w.capability = 'train';
+         RAISE EXCEPTION 'allowed';
+     EXCEPTION WHEN insufficient_privilege THEN RAISE NOTICE '42501'; END \$\$;
+     RESET ROLE;
+     SELECT '42501 ' || CASE WHEN runtime_state = 'READY' THEN 'unchanged' ELSE 'changed' END
+       FROM sched.worker WHERE node_id = 'node-c' AND capability = 'train'"
+
 # ---- 3. a fresh install ------------------------------------------------------------------------
 say "3. $NEW: CREATE EXTENSION pg_sched"
 fresh_db "$NEW"

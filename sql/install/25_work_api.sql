@@ -1,34 +1,78 @@
+-- sql/install/25_work_api.sql — tenants, the timeline's one writer, and submitting work.
+-- A piece of pg_sched--0.2.0.sql (the Makefile builds it from sql/install/*.sql in the
+-- order of their names) and of the upgrade from 0.1.0, hence CREATE OR REPLACE.  Who may
+-- call what, and as whom it runs: 90_privileges.sql.
+
+-- ---------------------------------------------------------------------------------
+-- Tenants
+-- ---------------------------------------------------------------------------------
+
+/* set_tenant_weight: a tenant's fair-share weight (a tenant not listed has 1). */
+CREATE OR REPLACE FUNCTION sched.set_tenant_weight(tenant text, weight int)
+RETURNS sched.tenant
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.tenant;
+BEGIN
+    PERFORM sched._require_text(tenant, 'tenant');
+    PERFORM sched._require(weight, 'weight');
+    IF weight <= 0 THEN
+        RAISE EXCEPTION 'parameter "weight" must be positive: %', weight
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO sched.tenant AS t (tenant, weight) VALUES (set_tenant_weight.tenant, set_tenant_weight.weight)
+    ON CONFLICT ON CONSTRAINT tenant_pkey DO UPDATE SET weight = excluded.weight
+    RETURNING * INTO result;
+    RETURN result;
+END
+$$;
+
 /*
- * pg_sched 0.1.0 → 0.2.0 — upgrade script (ALTER EXTENSION pg_sched UPDATE).
- *
- * Brings a 0.1.0 database to exactly what pg_sched--0.2.0.sql installs: the upgrade test
- * (test/upgrade) compares every object of the two.  Every change of 0.2.0 goes both
- * here and into the install script.
+ * set_tenant_owner: fences a tenant.  Once it has an owner, only members of that role
+ * (and sched_admin) may submit, cancel or complete its work; others get 42501.  NULL
+ * removes the fence (any sched_scheduler may, as for a tenant without a row).
+ * Locks: the tenant row.
  */
-
-\echo Use "ALTER EXTENSION pg_sched UPDATE TO '0.2.0'" to load this file. \quit
+CREATE OR REPLACE FUNCTION sched.set_tenant_owner(tenant text, owner regrole)
+RETURNS sched.tenant
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.tenant;
+BEGIN
+    PERFORM sched._require_text(tenant, 'tenant');
+    INSERT INTO sched.tenant AS t (tenant, owner) VALUES (set_tenant_owner.tenant, set_tenant_owner.owner)
+    ON CONFLICT ON CONSTRAINT tenant_pkey DO UPDATE SET owner = excluded.owner
+    RETURNING * INTO result;
+    RETURN result;
+END
+$$;
 
 -- ---------------------------------------------------------------------------------
--- Waiting for capacity: the request's shape, and the application's payload
+-- Timeline
 -- ---------------------------------------------------------------------------------
 
-ALTER TABLE sched.request ADD COLUMN payload jsonb;
-ALTER TABLE sched.request ADD COLUMN
-    shape               bigint NOT NULL GENERATED ALWAYS AS (pg_catalog.hashtextextended(
-                            pg_catalog.length(capability)::text || ':' || capability
-                            || pg_catalog.length(capability_version)::text || ':' || capability_version
-                            || pg_catalog.length(required_labels::text)::text || ':' || required_labels::text
-                            || min_cpu_millis::text || ',' || min_memory_mb::text || ','
-                            || min_gpus::text || ',' || reserve_cpu_millis::text || ','
-                            || reserve_memory_mb::text || ',' || reserve_gpus::text || ','
-                            || coalesce(pg_catalog.length(node_id)::text || ':' || node_id, '-'),
-                            0)) STORED;
-CREATE INDEX request_shape_idx ON sched.request (shape, available_at)
-    WHERE state IN ('PENDING', 'CLAIMED');
+/* Appends one milestone; a milestone_key already recorded for the execution is kept as is. */
+CREATE OR REPLACE FUNCTION sched._milestone(
+    execution_id uuid, milestone_key text, stage text, step_id uuid, attempt_number int,
+    attempt_id uuid, state text, component text, title text, detail jsonb, at timestamptz)
+RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number,
+                                attempt_id, state, component, title, detail, at)
+    VALUES (execution_id, milestone_key, stage, step_id, attempt_number,
+            attempt_id, state, component, title, detail, at)
+    ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING
+$$;
 
--- submit gains payload (a new signature: the old one is dropped, not overloaded)
-DROP FUNCTION sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint,
-                           int, int, bigint, int, text, int, timestamptz);
+-- ---------------------------------------------------------------------------------
+-- Work
+-- ---------------------------------------------------------------------------------
 
 /*
  * submit: queues one attempt of one step.  Idempotent on (step_id, attempt_number): a
@@ -36,9 +80,11 @@ DROP FUNCTION sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb,
  * execution (QUEUED, with this tenant) at its first submit.  A request is ready from
  * available_at, which is also its queued_at (backoffs move available_at only).  payload
  * is the application's: stored as given, carried by retries and by the START command.
+ * A fenced tenant (set_tenant_owner) takes work only from members of its owner and
+ * sched_admin (42501 otherwise, and nothing is written).
  * Locks: the execution row (FOR SHARE, so cancel/complete cannot interleave).
  */
-CREATE FUNCTION sched.submit(
+CREATE OR REPLACE FUNCTION sched.submit(
     execution_id uuid,
     step_id uuid,
     capability text,
@@ -65,6 +111,8 @@ AS $$
 DECLARE
     existing sched.request;
     new_id bigint;
+    fence regrole;
+    execution_tenant text;
 BEGIN
     PERFORM sched._require(execution_id, 'execution_id');
     PERFORM sched._require(step_id, 'step_id');
@@ -98,6 +146,16 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM sched._require(available_at, 'available_at');
+
+    -- the fence of the tenant named, and of the tenant of the execution if it exists
+    SELECT t.owner INTO fence FROM sched.tenant t WHERE t.tenant = submit.tenant;
+    PERFORM sched._require_tenant_access(tenant, fence);
+    SELECT e.tenant, t.owner INTO execution_tenant, fence
+      FROM sched.execution e LEFT JOIN sched.tenant t ON t.tenant = (e.tenant COLLATE "C")
+     WHERE e.execution_id = submit.execution_id;
+    IF FOUND THEN
+        PERFORM sched._require_tenant_access(execution_tenant, fence);
+    END IF;
 
     INSERT INTO sched.execution AS e (execution_id, tenant, status, created_at, updated_at)
     VALUES (submit.execution_id, submit.tenant, 'QUEUED', now(), now())
@@ -149,99 +207,3 @@ BEGIN
 END
 $$;
 
-
--- ---------------------------------------------------------------------------------
--- The lifecycle in C (src/lifecycle.c): the worker protocol, leases, reaping, ending
--- attempts (retries carry the payload) and closing executions.  The PL/pgSQL helpers it
--- replaces go; poll_commands returns what the worker needs (a new result type: drop
--- and create).
--- ---------------------------------------------------------------------------------
-
-DROP FUNCTION sched._end_attempt(sched.attempt, text, jsonb, timestamptz);
-DROP FUNCTION sched._close_execution(uuid, text, timestamptz);
-DROP FUNCTION sched._live_attempt(uuid, bigint);
-DROP FUNCTION sched._extend_lease(uuid, timestamptz);
-DROP FUNCTION sched._lock_execution_for(uuid, text);
-DROP FUNCTION sched.poll_commands(uuid, bigint, int, timestamptz);
-
-/* poll_commands: the worker session's commands (START, CANCEL) for its live attempts,
- * oldest first, each delivered once, with everything the worker needs. */
-CREATE FUNCTION sched.poll_commands(
-    worker_id uuid,
-    generation bigint,
-    max int DEFAULT 10,
-    at timestamptz DEFAULT now())
-RETURNS TABLE (command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint,
-               execution_id uuid, step_id uuid, attempt_number int, capability text,
-               capability_version text, payload jsonb)
-AS 'MODULE_PATHNAME', 'sched_poll_commands'
-LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
-
-/* start_attempt: RUNNING, lease renewed, the execution RUNNING; returns lease_expires_at. */
-CREATE OR REPLACE FUNCTION sched.start_attempt(attempt_id uuid, lease_version bigint, at timestamptz DEFAULT now())
-RETURNS timestamptz
-AS 'MODULE_PATHNAME', 'sched_start_attempt'
-LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
-
-/* renew_lease: the lease runs sched.lease_ttl from `at`; returns lease_expires_at. */
-CREATE OR REPLACE FUNCTION sched.renew_lease(attempt_id uuid, lease_version bigint, at timestamptz DEFAULT now())
-RETURNS timestamptz
-AS 'MODULE_PATHNAME', 'sched_renew_lease'
-LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
-
-/* finish_attempt: SUCCEEDED, FAILED (requeued while attempts remain) or CANCELLED. */
-CREATE OR REPLACE FUNCTION sched.finish_attempt(
-    attempt_id uuid,
-    lease_version bigint,
-    outcome text,
-    detail jsonb DEFAULT NULL,
-    at timestamptz DEFAULT now())
-RETURNS text
-AS 'MODULE_PATHNAME', 'sched_finish_attempt'
-LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
-
-/* reap_expired: live attempts whose lease expired become LOST and are requeued;
- * expired claims return to the queue.  Returns the number marked LOST. */
-CREATE OR REPLACE FUNCTION sched.reap_expired(at timestamptz DEFAULT now())
-RETURNS int
-AS 'MODULE_PATHNAME', 'sched_reap_expired'
-LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
-
-/* complete_execution: the application declares the execution done (refused while it
- * has pending requests or live attempts).  Idempotent on SUCCEEDED. */
-CREATE OR REPLACE FUNCTION sched.complete_execution(execution_id uuid, at timestamptz DEFAULT now())
-RETURNS text
-AS 'MODULE_PATHNAME', 'sched_complete_execution'
-LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
-
-/* cancel_execution: CANCELLED, its open requests cancelled, a CANCEL command to the
- * worker of each live attempt.  Idempotent. */
-CREATE OR REPLACE FUNCTION sched.cancel_execution(execution_id uuid, at timestamptz DEFAULT now())
-RETURNS text
-AS 'MODULE_PATHNAME', 'sched_cancel_execution'
-LANGUAGE C VOLATILE
-SET search_path = pg_catalog, pg_temp;
-
--- dispatch_next of 0.2.0 judges each shape once (the 0.1.0 entry point refuses, asking
--- for this update)
-CREATE OR REPLACE FUNCTION sched.dispatch_next(
-    max_dispatches int DEFAULT 1,
-    capability text DEFAULT NULL,
-    tenant text DEFAULT NULL,
-    at timestamptz DEFAULT now())
-RETURNS SETOF sched.dispatch_result
-AS 'MODULE_PATHNAME', 'sched_dispatch_next_0_2'
-LANGUAGE C VOLATILE;
-
--- the functions created above, like every function, are not granted to PUBLIC
-REVOKE ALL ON FUNCTION
-    sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint, int, int,
-                 bigint, int, text, int, timestamptz, jsonb),
-    sched.poll_commands(uuid, bigint, int, timestamptz)
-FROM PUBLIC;

@@ -1,0 +1,140 @@
+/*
+ * pg_sched 0.1.0 → 0.2.0 — upgrade script (ALTER EXTENSION pg_sched UPDATE).
+ *
+ * Brings a 0.1.0 database to exactly what pg_sched--0.2.0.sql installs: the upgrade test
+ * (test/upgrade) compares every object of the two.  The Makefile builds
+ * pg_sched--0.1.0--0.2.0.sql from this file, which changes the tables and drops what
+ * goes, followed by the install pieces written to be run again (CREATE OR REPLACE):
+ * sql/install/05_who_may, 15_fleet_api, 25_work_api, 50_diagnostics and 90_privileges,
+ * which sets every privilege from scratch.  Every other change of 0.2.0 goes both here
+ * and into the install pieces.
+ */
+
+\echo Use "ALTER EXTENSION pg_sched UPDATE TO '0.2.0'" to load this file. \quit
+
+-- ---------------------------------------------------------------------------------
+-- Waiting for capacity: the request's shape, and the application's payload
+-- ---------------------------------------------------------------------------------
+
+ALTER TABLE sched.request ADD COLUMN payload jsonb;
+ALTER TABLE sched.request ADD COLUMN
+    shape               bigint NOT NULL GENERATED ALWAYS AS (pg_catalog.hashtextextended(
+                            pg_catalog.length(capability)::text || ':' || capability
+                            || pg_catalog.length(capability_version)::text || ':' || capability_version
+                            || pg_catalog.length(required_labels::text)::text || ':' || required_labels::text
+                            || min_cpu_millis::text || ',' || min_memory_mb::text || ','
+                            || min_gpus::text || ',' || reserve_cpu_millis::text || ','
+                            || reserve_memory_mb::text || ',' || reserve_gpus::text || ','
+                            || coalesce(pg_catalog.length(node_id)::text || ':' || node_id, '-'),
+                            0)) STORED;
+CREATE INDEX request_shape_idx ON sched.request (shape, available_at)
+    WHERE state IN ('PENDING', 'CLAIMED');
+
+-- submit gains payload (a new signature: the old one is dropped, not overloaded; the new
+-- one comes with 25_work_api below)
+DROP FUNCTION sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint,
+                           int, int, bigint, int, text, int, timestamptz);
+
+-- ---------------------------------------------------------------------------------
+-- The lifecycle in C (src/lifecycle.c): the worker protocol, leases, reaping, ending
+-- attempts (retries carry the payload) and closing executions.  The PL/pgSQL helpers it
+-- replaces go; poll_commands returns what the worker needs (a new result type: drop
+-- and create).
+-- ---------------------------------------------------------------------------------
+
+DROP FUNCTION sched._end_attempt(sched.attempt, text, jsonb, timestamptz);
+DROP FUNCTION sched._close_execution(uuid, text, timestamptz);
+DROP FUNCTION sched._live_attempt(uuid, bigint);
+DROP FUNCTION sched._extend_lease(uuid, timestamptz);
+DROP FUNCTION sched._lock_execution_for(uuid, text);
+DROP FUNCTION sched.poll_commands(uuid, bigint, int, timestamptz);
+
+/* poll_commands: the worker session's commands (START, CANCEL) for its live attempts,
+ * oldest first, each delivered once, with everything the worker needs. */
+CREATE FUNCTION sched.poll_commands(
+    worker_id uuid,
+    generation bigint,
+    max int DEFAULT 10,
+    at timestamptz DEFAULT now())
+RETURNS TABLE (command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint,
+               execution_id uuid, step_id uuid, attempt_number int, capability text,
+               capability_version text, payload jsonb)
+AS 'MODULE_PATHNAME', 'sched_poll_commands'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* start_attempt: RUNNING, lease renewed, the execution RUNNING; returns lease_expires_at. */
+CREATE OR REPLACE FUNCTION sched.start_attempt(attempt_id uuid, lease_version bigint, at timestamptz DEFAULT now())
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'sched_start_attempt'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* renew_lease: the lease runs sched.lease_ttl from `at`; returns lease_expires_at. */
+CREATE OR REPLACE FUNCTION sched.renew_lease(attempt_id uuid, lease_version bigint, at timestamptz DEFAULT now())
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'sched_renew_lease'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* finish_attempt: SUCCEEDED, FAILED (requeued while attempts remain) or CANCELLED. */
+CREATE OR REPLACE FUNCTION sched.finish_attempt(
+    attempt_id uuid,
+    lease_version bigint,
+    outcome text,
+    detail jsonb DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_finish_attempt'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* reap_expired: live attempts whose lease expired become LOST and are requeued;
+ * expired claims return to the queue.  Returns the number marked LOST. */
+CREATE OR REPLACE FUNCTION sched.reap_expired(at timestamptz DEFAULT now())
+RETURNS int
+AS 'MODULE_PATHNAME', 'sched_reap_expired'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* complete_execution: the application declares the execution done (refused while it
+ * has pending requests or live attempts).  Idempotent on SUCCEEDED. */
+CREATE OR REPLACE FUNCTION sched.complete_execution(execution_id uuid, at timestamptz DEFAULT now())
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_complete_execution'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+/* cancel_execution: CANCELLED, its open requests cancelled, a CANCEL command to the
+ * worker of each live attempt.  Idempotent. */
+CREATE OR REPLACE FUNCTION sched.cancel_execution(execution_id uuid, at timestamptz DEFAULT now())
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_cancel_execution'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
+-- dispatch_next of 0.2.0 judges each shape once (the 0.1.0 entry point refuses, asking
+-- for this update)
+CREATE OR REPLACE FUNCTION sched.dispatch_next(
+    max_dispatches int DEFAULT 1,
+    capability text DEFAULT NULL,
+    tenant text DEFAULT NULL,
+    at timestamptz DEFAULT now())
+RETURNS SETOF sched.dispatch_result
+AS 'MODULE_PATHNAME', 'sched_dispatch_next_0_2'
+LANGUAGE C VOLATILE;
+
+-- ---------------------------------------------------------------------------------
+-- Least privilege: who registered each worker, who owns each tenant; the helpers the
+-- diagnostics share become public read-only functions (no role calls an internal one)
+-- ---------------------------------------------------------------------------------
+
+ALTER TABLE sched.worker ADD COLUMN registered_by regrole;
+ALTER TABLE sched.tenant ADD COLUMN owner regrole;
+COMMENT ON TABLE sched.tenant IS 'Tenants: fair-share weight (a tenant not listed has weight 1) and owner (not listed or NULL: none).';
+
+DROP FUNCTION sched._setting_seconds(text);
+DROP FUNCTION sched._pending_explanations(timestamptz);
+DROP FUNCTION sched._cpus(bigint);
+DROP FUNCTION sched._amount(text, text);
+DROP FUNCTION sched._duration(interval);
