@@ -30,10 +30,11 @@ extern void sched_require_worker_access(const pg_uuid_t *worker_id, Oid owner);
  * `owner` (InvalidOid: no owner, any caller may).  Else ERROR 42501 naming the tenant. */
 extern void sched_require_tenant_access(const char *tenant, Oid owner);
 
-/* Nothing, when `at` (the time a worker or dispatcher says an event happens, which
- * starts a lease or a heartbeat's validity) is not later than now, or the caller is
- * sched_admin.  Else ERROR 22023 naming the parameter: a later `at` would stretch the
- * lease or heartbeat TTL the settings bound. */
+/* Nothing, when `at` (the time a worker or scheduler says an event happens: it starts
+ * a lease or a heartbeat's validity, ends leases and claims, makes requests ready) is
+ * not later than now, or the caller is sched_admin.  Else ERROR 22023 naming the
+ * parameter: a later `at` would stretch the lease or heartbeat TTL the settings bound,
+ * or expire leases and claims early. */
 extern void sched_check_at_not_future(TimestampTz at, const char *parameter);
 
 #endif							/* PG_SCHED_PRIVILEGES_H */

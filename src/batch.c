@@ -50,8 +50,8 @@ static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
 #define SELECTED_MILESTONE(execution, step, n, attempt, node, worker, score, request, at) \
 	"  INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, " \
 	"         attempt_id, state, component, title, detail, at) " \
-	"  SELECT " execution ", 'step.worker.selected:' OPERATOR(pg_catalog.||) " step "::text " \
-	"         OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) " n "::text, " \
+	"  SELECT " execution ", 'step.worker.selected:' OPERATOR(pg_catalog.||) " step "::pg_catalog.text " \
+	"         OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) " n "::pg_catalog.text, " \
 	"         'SCHEDULING', " step ", " n ", " attempt ", 'SUCCEEDED', 'Scheduler', " \
 	"         'Node and worker selected', " \
 	"         pg_catalog.jsonb_build_object('node_id', " node ", 'worker_id', " worker ", " \
@@ -105,20 +105,20 @@ static SchedStatement reservation_writes = {
 static SchedStatement reservation_writes_batch = {
 	"WITH p AS MATERIALIZED ( "
 	"  SELECT p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
-	"         p.node_id COLLATE \"C\" AS node_id, p.worker_id, p.generation, p.cpu, p.mem, "
+	"         p.node_id COLLATE pg_catalog.\"C\" AS node_id, p.worker_id, p.generation, p.cpu, p.mem, "
 	"         p.gpus, p.score, p.attempt_id, p.ord "
-	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::uuid[]), "
-	"                    pg_catalog.unnest($3::uuid[]), pg_catalog.unnest($4::int4[]), "
-	"                    pg_catalog.unnest($5::text[]), pg_catalog.unnest($6::text[]), "
-	"                    pg_catalog.unnest($7::uuid[]), pg_catalog.unnest($8::int8[]), "
-	"                    pg_catalog.unnest($9::int4[]), pg_catalog.unnest($10::int8[]), "
-	"                    pg_catalog.unnest($11::int4[]), pg_catalog.unnest($12::int8[]), "
-	"                    pg_catalog.unnest($13::uuid[])) WITH ORDINALITY "
+	"    FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.uuid[]), "
+	"                    pg_catalog.unnest($3::pg_catalog.uuid[]), pg_catalog.unnest($4::pg_catalog.int4[]), "
+	"                    pg_catalog.unnest($5::pg_catalog.text[]), pg_catalog.unnest($6::pg_catalog.text[]), "
+	"                    pg_catalog.unnest($7::pg_catalog.uuid[]), pg_catalog.unnest($8::pg_catalog.int8[]), "
+	"                    pg_catalog.unnest($9::pg_catalog.int4[]), pg_catalog.unnest($10::pg_catalog.int8[]), "
+	"                    pg_catalog.unnest($11::pg_catalog.int4[]), pg_catalog.unnest($12::pg_catalog.int8[]), "
+	"                    pg_catalog.unnest($13::pg_catalog.uuid[])) WITH ORDINALITY "
 	"         AS p(request_id, execution_id, step_id, attempt_number, tenant, node_id, "
 	"              worker_id, generation, cpu, mem, gpus, score, attempt_id, ord) "
 	"), w AS ( "
 	"  UPDATE sched.worker x SET live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
-	"    FROM (SELECT p.worker_id, pg_catalog.count(*)::int4 AS n FROM p GROUP BY p.worker_id) d "
+	"    FROM (SELECT p.worker_id, pg_catalog.count(*)::pg_catalog.int4 AS n FROM p GROUP BY p.worker_id) d "
 	"   WHERE x.worker_id OPERATOR(pg_catalog.=) d.worker_id RETURNING 1 "
 	"), n AS ( "
 	"  UPDATE sched.node x SET "
@@ -126,8 +126,8 @@ static SchedStatement reservation_writes_batch = {
 	"         reserved_memory_mb = x.reserved_memory_mb OPERATOR(pg_catalog.+) d.mem, "
 	"         reserved_gpus = x.reserved_gpus OPERATOR(pg_catalog.+) d.gpus, "
 	"         live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
-	"    FROM (SELECT p.node_id, pg_catalog.count(*)::int4 AS n, pg_catalog.sum(p.cpu)::int4 AS cpu, "
-	"                 pg_catalog.sum(p.mem)::int8 AS mem, pg_catalog.sum(p.gpus)::int4 AS gpus "
+	"    FROM (SELECT p.node_id, pg_catalog.count(*)::pg_catalog.int4 AS n, pg_catalog.sum(p.cpu)::pg_catalog.int4 AS cpu, "
+	"                 pg_catalog.sum(p.mem)::pg_catalog.int8 AS mem, pg_catalog.sum(p.gpus)::pg_catalog.int4 AS gpus "
 	"            FROM p GROUP BY p.node_id) d "
 	"   WHERE x.node_id OPERATOR(pg_catalog.=) d.node_id RETURNING 1 "
 	"), a AS ( "

@@ -35,13 +35,13 @@ enum
 static SchedStatement pending_requests = {
 	"SELECT r.request_id, "
 	"       pg_catalog.concat_ws(E'\\x1f', r.capability, r.capability_version, "
-	"                            r.required_labels::text, r.min_cpu_millis, r.min_memory_mb, "
+	"                            r.required_labels::pg_catalog.text, r.min_cpu_millis, r.min_memory_mb, "
 	"                            r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, "
 	"                            r.reserve_gpus, coalesce(r.node_id, E'\\x1e')), "
 	"       r.capability, r.capability_version, r.required_labels, r.min_cpu_millis, "
 	"       r.min_memory_mb, r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, "
 	"       r.reserve_gpus, r.node_id "
-	"  FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED')",
+	"  FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[])",
 	0, {InvalidOid}
 };
 

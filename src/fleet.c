@@ -60,7 +60,7 @@ static SchedStatement fleet_all = {
 	FLEET_COLUMNS
 	"  FROM sched.node n LEFT JOIN sched.worker w "
 	"    ON w.node_id OPERATOR(pg_catalog.=) n.node_id AND w.capability OPERATOR(pg_catalog.=) $1 "
-	" ORDER BY n.node_id COLLATE \"C\"",
+	" ORDER BY n.node_id COLLATE pg_catalog.\"C\"",
 	1, {TEXTOID}, NULL, true
 };
 

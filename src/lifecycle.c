@@ -82,14 +82,14 @@ static SchedStatement attempt_lock = {
 /* live attempts whose lease expired, oldest first; a concurrent finish holds its own */
 static SchedStatement attempts_expired = {
 	ATTEMPT_COLUMNS
-	" WHERE x.status IN ('DISPATCHED', 'RUNNING') AND x.lease_expires_at OPERATOR(pg_catalog.<) $1 "
+	" WHERE x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) AND x.lease_expires_at OPERATOR(pg_catalog.<) $1 "
 	" ORDER BY x.lease_expires_at, x.attempt_id FOR UPDATE OF x SKIP LOCKED",
 	1, {TIMESTAMPTZOID}
 };
 
 static SchedStatement attempts_live_of_execution = {
 	ATTEMPT_COLUMNS
-	" WHERE x.execution_id OPERATOR(pg_catalog.=) $1 AND x.status IN ('DISPATCHED', 'RUNNING') "
+	" WHERE x.execution_id OPERATOR(pg_catalog.=) $1 AND x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
 	" ORDER BY x.dispatched_at, x.attempt_id",
 	1, {UUIDOID}
 };
@@ -117,7 +117,7 @@ static SchedStatement attempt_started = {
 
 static SchedStatement execution_running = {
 	"UPDATE sched.execution e SET status = 'RUNNING', updated_at = $2 "
-	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 AND e.status IN ('CREATED', 'QUEUED')",
+	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 AND e.status OPERATOR(pg_catalog.=) ANY ('{CREATED,QUEUED}'::pg_catalog.text[])",
 	2, {UUIDOID, TIMESTAMPTZOID}
 };
 
@@ -148,7 +148,7 @@ static SchedStatement execution_no_key_update = {
 /* an execution's tenant and the tenant's owner (NULL: none) */
 static SchedStatement execution_tenant = {
 	"SELECT e.tenant, t.owner FROM sched.execution e "
-	"  LEFT JOIN sched.tenant t ON t.tenant OPERATOR(pg_catalog.=) (e.tenant COLLATE \"C\") "
+	"  LEFT JOIN sched.tenant t ON t.tenant OPERATOR(pg_catalog.=) (e.tenant COLLATE pg_catalog.\"C\") "
 	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1",
 	1, {UUIDOID}
 };
@@ -186,10 +186,10 @@ static SchedStatement execution_closed = {
 /* open requests of an execution, cancelled; those a dispatcher holds are left to it */
 static SchedStatement requests_cancelled = {
 	"UPDATE sched.request r SET state = 'CANCELLED', claim_id = NULL, claimed_until = NULL "
-	" WHERE r.request_id IN ( "
+	" WHERE r.request_id OPERATOR(pg_catalog.=) ANY ( "
 	"    SELECT r2.request_id FROM sched.request r2 "
 	"     WHERE r2.execution_id OPERATOR(pg_catalog.=) $1 "
-	"       AND r2.state IN ('PENDING', 'CLAIMED') "
+	"       AND r2.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
 	"     FOR UPDATE SKIP LOCKED)",
 	1, {UUIDOID}
 };
@@ -204,16 +204,16 @@ static SchedStatement cancel_command = {
 static SchedStatement execution_open_work = {
 	"SELECT EXISTS (SELECT 1 FROM sched.request r "
 	"                WHERE r.execution_id OPERATOR(pg_catalog.=) $1 "
-	"                  AND r.state IN ('PENDING', 'CLAIMED')) "
+	"                  AND r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[])) "
 	"    OR EXISTS (SELECT 1 FROM sched.attempt a "
 	"                WHERE a.execution_id OPERATOR(pg_catalog.=) $1 "
-	"                  AND a.status IN ('DISPATCHED', 'RUNNING'))",
+	"                  AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]))",
 	1, {UUIDOID}
 };
 
 static SchedStatement expired_claims_returned = {
 	"UPDATE sched.request r SET state = 'PENDING', claim_id = NULL, claimed_until = NULL "
-	" WHERE r.request_id IN ( "
+	" WHERE r.request_id OPERATOR(pg_catalog.=) ANY ( "
 	"    SELECT r2.request_id FROM sched.request r2 "
 	"     WHERE r2.state = 'CLAIMED' AND r2.claimed_until OPERATOR(pg_catalog.<=) $1 "
 	"     FOR UPDATE SKIP LOCKED)",
@@ -223,7 +223,7 @@ static SchedStatement expired_claims_returned = {
 /* live counters back at zero (tenants that come and go would pile them up); a row a
  * running dispatch holds is left for the next time */
 static SchedStatement tenant_live_pruned = {
-	"DELETE FROM sched.tenant_live l WHERE (l.tenant, l.backend) IN ( "
+	"DELETE FROM sched.tenant_live l WHERE ROW(l.tenant, l.backend) OPERATOR(pg_catalog.=) ANY ( "
 	"    SELECT z.tenant, z.backend FROM sched.tenant_live z WHERE z.live OPERATOR(pg_catalog.=) 0 "
 	"       FOR UPDATE SKIP LOCKED)",
 	0, {InvalidOid}
@@ -243,7 +243,7 @@ static SchedStatement commands_delivered = {
 	"      JOIN sched.attempt a ON a.attempt_id OPERATOR(pg_catalog.=) c.attempt_id "
 	"     WHERE c.worker_id OPERATOR(pg_catalog.=) $1 AND c.delivered_at IS NULL "
 	"       AND c.worker_generation OPERATOR(pg_catalog.=) $2 "
-	"       AND a.status IN ('DISPATCHED', 'RUNNING') "
+	"       AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
 	"     ORDER BY c.command_id "
 	"     LIMIT $3 "
 	"     FOR UPDATE OF c SKIP LOCKED "
@@ -264,39 +264,39 @@ static SchedStatement commands_delivered = {
 /* the details of the milestones, built as jsonb by the server (as jsonb_build_object
  * writes numbers, uuids and timestamps) */
 static SchedStatement detail_node_worker = {
-	"SELECT pg_catalog.jsonb_build_object('node_id', $1::text, 'worker_id', $2::uuid)",
+	"SELECT pg_catalog.jsonb_build_object('node_id', $1::pg_catalog.text, 'worker_id', $2::pg_catalog.uuid)",
 	2, {TEXTOID, UUIDOID}
 };
 
 static SchedStatement detail_ended = {
 	"SELECT pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object( "
-	"    'node_id', $1::text, 'worker_id', $2::uuid, 'detail', $3::jsonb))",
+	"    'node_id', $1::pg_catalog.text, 'worker_id', $2::pg_catalog.uuid, 'detail', $3::pg_catalog.jsonb))",
 	3, {TEXTOID, UUIDOID, JSONBOID}
 };
 
 static SchedStatement detail_requeued = {
-	"SELECT pg_catalog.jsonb_build_object('request_id', $1::int8, 'available_at', $2::timestamptz, "
-	"    'avoid_node_id', $3::text, 'previous_status', $4::text)",
+	"SELECT pg_catalog.jsonb_build_object('request_id', $1::pg_catalog.int8, 'available_at', $2::pg_catalog.timestamptz, "
+	"    'avoid_node_id', $3::pg_catalog.text, 'previous_status', $4::pg_catalog.text)",
 	4, {INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
 };
 
 static SchedStatement detail_cancel_sent = {
-	"SELECT pg_catalog.jsonb_build_object('worker_id', $1::uuid)",
+	"SELECT pg_catalog.jsonb_build_object('worker_id', $1::pg_catalog.uuid)",
 	1, {UUIDOID}
 };
 
 static SchedStatement detail_renewed_late = {
-	"SELECT pg_catalog.jsonb_build_object('lease_expired_at', $1::timestamptz, "
-	"    'renewed_at', $2::timestamptz)",
+	"SELECT pg_catalog.jsonb_build_object('lease_expired_at', $1::pg_catalog.timestamptz, "
+	"    'renewed_at', $2::pg_catalog.timestamptz)",
 	2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
 };
 
 /* the key of a late renewal: the lease's end, in epoch seconds as the server prints them */
 static SchedStatement key_renewed_late = {
-	"SELECT 'step.lease.renewed_late:' OPERATOR(pg_catalog.||) $1::text "
-	"       OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $2::text "
+	"SELECT 'step.lease.renewed_late:' OPERATOR(pg_catalog.||) $1::pg_catalog.text "
+	"       OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $2::pg_catalog.text "
 	"       OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) "
-	"       EXTRACT(epoch FROM $3::timestamptz)::text",
+	"       EXTRACT(epoch FROM $3::pg_catalog.timestamptz)::pg_catalog.text",
 	3, {UUIDOID, INT4OID, TIMESTAMPTZOID}
 };
 
@@ -818,6 +818,7 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 
 	sched_check_not_null(fcinfo, 0, "at");
 	at = PG_GETARG_TIMESTAMPTZ(0);
+	sched_check_at_not_future(at, "at");	/* it would expire leases before their time */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	v[0] = TimestampTzGetDatum(at);

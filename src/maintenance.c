@@ -16,12 +16,12 @@
  * from cron) does the same work.
  *
  * Least privilege: a background worker can only connect as a role that may log in, so
- * it connects as the bootstrap superuser, but it runs every tick as role
- * sched_scheduler (SetUserIdAndSecContext, with SECURITY_LOCAL_USERID_CHANGE: nothing
- * in the tick can SET ROLE back), the least role that may call sched.reap_expired; a
- * database without that role is skipped with a warning.  Its search_path is pinned to
- * pg_catalog, pg_temp over whatever ALTER DATABASE ... SET gave the connection, and its
- * one statement names everything with its schema.
+ * it connects as the bootstrap superuser, but before every tick it becomes role
+ * sched_scheduler (SetCurrentRoleId, as SET ROLE does), the least role that may call
+ * sched.reap_expired, and runs nothing else; a database without that role is skipped
+ * with a warning.  Its search_path is pinned to pg_catalog, pg_temp (and the settings
+ * that could make a tick fail to their defaults) over whatever ALTER DATABASE ... SET
+ * gave the connection, and its one statement names everything with its schema.
  */
 #include "postgres.h"
 
@@ -177,40 +177,56 @@ sched_maintenance_launcher_main(Datum arg)
 	proc_exit(0);
 }
 
-/* One tick: reap expired leases and claims, if the extension is installed here. */
-static void
-maintenance_tick(void)
+/*
+ * The role the ticks run as: sched_scheduler's OID, InvalidOid (with a warning) when the
+ * extension is installed but the role is missing, and InvalidOid quietly when the
+ * extension is not installed here.  Reads the catalogs in a transaction of its own.
+ */
+static Oid
+tick_role(void)
 {
-	SetCurrentStatementStartTimestamp();
+	Oid			role = InvalidOid;
+
 	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "SELECT sched.reap_expired(now())");
 	if (OidIsValid(get_extension_oid("pg_sched", true)))
 	{
-		Oid			role = get_role_oid("sched_scheduler", true);
-		Oid			save_userid;
-		int			save_sec_context;
-		int			rc;
-
+		role = get_role_oid("sched_scheduler", true);
 		if (!OidIsValid(role))
 			ereport(WARNING,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("role \"sched_scheduler\" does not exist: the pg_sched maintenance worker skips this tick"),
 					 errhint("ALTER EXTENSION pg_sched UPDATE creates it.")));
-		else
-		{
-			GetUserIdAndSecContext(&save_userid, &save_sec_context);
-			SetUserIdAndSecContext(role, save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-			if (SPI_connect() != SPI_OK_CONNECT)
-				elog(ERROR, "pg_sched: SPI_connect failed");
-			rc = SPI_execute("SELECT sched.reap_expired(pg_catalog.now())", false, 0);
-			if (rc != SPI_OK_SELECT)
-				elog(ERROR, "pg_sched: reap_expired returned %s", SPI_result_code_string(rc));
-			SPI_finish();
-			/* (on error, the abort of the tick's transaction restores the user) */
-			SetUserIdAndSecContext(save_userid, save_sec_context);
-		}
 	}
+	CommitTransactionCommand();
+	return role;
+}
+
+/*
+ * One tick: reap expired leases and claims, if the extension is installed here.  The
+ * session becomes sched_scheduler first, between transactions, as SET ROLE would make
+ * it: current and outer user both (so pg_sched's functions see sched_scheduler as their
+ * caller too), and a transaction that fails falls back to it, not to the superuser.
+ */
+static void
+maintenance_tick(void)
+{
+	Oid			role = tick_role();
+	int			rc;
+
+	if (!OidIsValid(role))
+		return;
+	SetCurrentRoleId(role, false);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "SELECT sched.reap_expired(pg_catalog.now())");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	rc = SPI_execute("SELECT sched.reap_expired(pg_catalog.now())", false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "pg_sched: reap_expired returned %s", SPI_result_code_string(rc));
+	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_stat(false);
@@ -227,8 +243,13 @@ sched_maintenance_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
-	/* over ALTER DATABASE ... SET search_path, which the connection applied */
+	/* over what ALTER DATABASE ... SET gave the connection: a path of the database
+	 * owner's choosing, or settings that would make every tick fail */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	elog(LOG, "pg_sched maintenance worker started for database \"%s\"", db);
 
 	for (;;)

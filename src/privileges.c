@@ -101,7 +101,7 @@ sched_check_at_not_future(TimestampTz at, const char *parameter)
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("parameter \"%s\" must not be in the future: %s", parameter,
 					timestamptz_to_str(at)),
-			 errdetail("A later time would stretch the lease or heartbeat TTL that the settings bound."),
+			 errdetail("A later time would stretch the lease or heartbeat TTL that the settings bound, or end leases and claims before their time."),
 			 errhint("Pass the time the event happened, or leave the parameter at its default, now().")));
 }
 

@@ -78,7 +78,7 @@ PG_FUNCTION_INFO_V1(sched_dispatch_next_0_2);
 
 /* ready(r, at): the shared predicate, with $at the scan's clock */
 #define READY(at) \
-	" r.state IN ('PENDING', 'CLAIMED') AND r.available_at OPERATOR(pg_catalog.<=) " at \
+	" r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) AND r.available_at OPERATOR(pg_catalog.<=) " at \
 	" AND (r.state OPERATOR(pg_catalog.=) 'PENDING' OR r.claimed_until OPERATOR(pg_catalog.<=) " at ") "
 
 /*
@@ -91,9 +91,9 @@ PG_FUNCTION_INFO_V1(sched_dispatch_next_0_2);
 	"  FROM sched.request r " \
 	" WHERE " READY("$4") \
 	"   AND r.queued_at OPERATOR(pg_catalog.<) $1 " \
-	"   AND (r.queued_at, r.request_id) > ($2, $3) " \
-	"   AND ($5::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $5) " \
-	"   AND ($6::text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $6) " \
+	"   AND ROW(r.queued_at, r.request_id) OPERATOR(pg_catalog.>) ROW($2, $3) " \
+	"   AND ($5::pg_catalog.text IS NULL OR r.capability OPERATOR(pg_catalog.=) $5) " \
+	"   AND ($6::pg_catalog.text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $6) " \
 	shape_filter \
 	" ORDER BY r.queued_at, r.request_id LIMIT $7 FOR UPDATE OF r SKIP LOCKED"
 
@@ -102,9 +102,9 @@ PG_FUNCTION_INFO_V1(sched_dispatch_next_0_2);
 	"  FROM sched.request r " \
 	" WHERE " READY("$5") \
 	"   AND r.tenant OPERATOR(pg_catalog.=) $1 " \
-	"   AND (r.sort_key, r.queued_at, r.request_id) > ($2, $3, $4) " \
+	"   AND ROW(r.sort_key, r.queued_at, r.request_id) OPERATOR(pg_catalog.>) ROW($2, $3, $4) " \
 	"   AND r.queued_at OPERATOR(pg_catalog.>=) $7 " \
-	"   AND ($6::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $6) " \
+	"   AND ($6::pg_catalog.text IS NULL OR r.capability OPERATOR(pg_catalog.=) $6) " \
 	shape_filter \
 	" ORDER BY r.sort_key, r.queued_at, r.request_id LIMIT $8 FOR UPDATE OF r SKIP LOCKED"
 
@@ -137,17 +137,17 @@ static SchedStatement tenant_batch_shapes = {
  */
 static SchedStatement ready_shapes = {
 	"WITH RECURSIVE s(shape) AS ( "
-	"  (SELECT r.shape FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
+	"  (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
 	"    ORDER BY r.shape LIMIT 1) "
 	"  UNION ALL "
-	"  SELECT (SELECT r.shape FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
+	"  SELECT (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
 	"            AND r.shape OPERATOR(pg_catalog.>) s.shape ORDER BY r.shape LIMIT 1) "
 	"    FROM s WHERE s.shape IS NOT NULL) "
 	"SELECT s.shape, x.request_id FROM s CROSS JOIN LATERAL ( "
 	"  SELECT r.request_id FROM sched.request r "
 	"   WHERE r.shape OPERATOR(pg_catalog.=) s.shape AND " READY("$1")
-	"     AND ($2::text IS NULL OR r.capability OPERATOR(pg_catalog.=) $2) "
-	"     AND ($3::text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $3) "
+	"     AND ($2::pg_catalog.text IS NULL OR r.capability OPERATOR(pg_catalog.=) $2) "
+	"     AND ($3::pg_catalog.text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $3) "
 	"   ORDER BY r.available_at LIMIT 1) x "
 	" WHERE s.shape IS NOT NULL LIMIT $4",
 	4, {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID}
@@ -157,17 +157,17 @@ static SchedStatement ready_shapes = {
  * counters sched.tenant_live keeps: counting attempts would cost as many as are live) */
 static SchedStatement tenant_list = {
 	"WITH RECURSIVE t(tenant) AS ( "
-	"  (SELECT r.tenant FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
+	"  (SELECT r.tenant FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
 	"    ORDER BY r.tenant LIMIT 1) "
 	"  UNION ALL "
-	"  SELECT (SELECT r.tenant FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED') "
+	"  SELECT (SELECT r.tenant FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
 	"            AND r.tenant OPERATOR(pg_catalog.>) t.tenant ORDER BY r.tenant LIMIT 1) "
 	"    FROM t WHERE t.tenant IS NOT NULL) "
 	"SELECT t.tenant, coalesce(w.weight, 1), "
 	"       (SELECT CAST(pg_catalog.sum(l.live) AS pg_catalog.int8) FROM sched.tenant_live l "
 	"         WHERE l.tenant OPERATOR(pg_catalog.=) t.tenant) "
 	"  FROM t LEFT JOIN sched.tenant w ON w.tenant OPERATOR(pg_catalog.=) t.tenant "
-	" WHERE t.tenant IS NOT NULL AND ($1::text IS NULL OR t.tenant OPERATOR(pg_catalog.=) $1)",
+	" WHERE t.tenant IS NOT NULL AND ($1::pg_catalog.text IS NULL OR t.tenant OPERATOR(pg_catalog.=) $1)",
 	1, {TEXTOID}
 };
 
@@ -176,7 +176,7 @@ static SchedStatement request_claim = {
 	"  FROM sched.execution e "
 	" WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
 	"   AND e.execution_id OPERATOR(pg_catalog.=) r.execution_id "
-	"   AND e.status IN ('CREATED', 'QUEUED', 'RUNNING') "
+	"   AND e.status OPERATOR(pg_catalog.=) ANY ('{CREATED,QUEUED,RUNNING}'::pg_catalog.text[]) "
 	"RETURNING r.tenant",
 	3, {INT8OID, UUIDOID, TIMESTAMPTZOID}
 };
@@ -501,6 +501,7 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	tenant = optional_text_arg(fcinfo, 3, "tenant", "Pass NULL to claim for any tenant.");
 	sched_check_not_null(fcinfo, 4, "at");
 	at = PG_GETARG_TIMESTAMPTZ(4);
+	sched_check_at_not_future(at, "at");	/* it would claim requests not yet ready */
 	until = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 													TimestampTzGetDatum(at),
 													IntervalPGetDatum(ttl)));
