@@ -1,15 +1,20 @@
--- 04_observer.sql — pgTAP: the role sched_observer (issue 4, item 7) reads everything
--- and writes nothing, and PUBLIC gets nothing.
+-- 04_observer.sql — pgTAP: the role sched_observer (issue 4, item 7; issue 11) reads
+-- everything and writes nothing; how every function of the schema runs.
 --
 --   1. Catalog privileges: sched_observer has exactly SELECT on every table and view of
---      schema sched, USAGE (not CREATE) on the schema, EXECUTE on the read-only functions
---      (explain, execution_timeline, qualification_reasons, rank_candidates,
---      select_candidate, and the functions behind the views), and no EXECUTE on any
---      function that writes.  No function of the schema is executable by anything
---      outside the allow-list below, and PUBLIC can execute none of them.
+--      schema sched, USAGE (not CREATE) on the schema, and EXECUTE on exactly the
+--      read-only functions of README "## Privileges" (the readers and the public helpers
+--      they share: setting_seconds, pending_explanations, format_cpus, format_amount,
+--      format_duration, step_lock_key), none of them volatile.  Exactly the write
+--      functions (and the internal writers _milestone and _attempt_live_changed) run as
+--      the owner (SECURITY DEFINER); every function runs with search_path pinned to
+--      pg_catalog, pg_temp.
 --   2. Behaviour, as sched_observer (SET ROLE) on a small fleet: every view, table and
---      read function answers; every write function, INSERT / UPDATE / DELETE / TRUNCATE,
---      SELECT ... FOR UPDATE, nextval and CREATE in the schema fail with 42501.
+--      read function answers; row locks, LOCK TABLE in a blocking mode and CREATE in the
+--      schema fail with 42501, and nothing changes.
+--
+-- The refusal of every other function, of every write and sequence to sched_observer
+-- (and the other roles), and what PUBLIC has, are 05_privileges.sql's.
 --
 -- The role is created by CREATE EXTENSION when missing and, being cluster-wide, outlives
 -- the extension (here the creation is rolled back with everything else when the role did
@@ -26,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(171);
+SELECT plan(79);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -42,7 +47,13 @@ INSERT INTO read_fn VALUES
   ('node_overview', '{"timestamp with time zone"}'),
   ('pending', '{"timestamp with time zone"}'),
   ('queue_stats', '{"timestamp with time zone"}'),
-  ('attempt_overview', '{"timestamp with time zone"}');
+  ('attempt_overview', '{"timestamp with time zone"}'),
+  ('pending_explanations', '{"timestamp with time zone"}'),
+  ('step_lock_key', '{uuid,integer}'),
+  ('setting_seconds', '{text}'),
+  ('format_cpus', '{bigint}'),
+  ('format_amount', '{text,text}'),
+  ('format_duration', '{interval}');
 
 CREATE TEMP TABLE write_fn (fn text, args text[]);
 INSERT INTO write_fn VALUES
@@ -53,6 +64,7 @@ INSERT INTO write_fn VALUES
   ('cordon_worker', '{uuid}'),
   ('uncordon_worker', '{uuid}'),
   ('set_tenant_weight', '{text,integer}'),
+  ('set_tenant_owner', '{text,regrole}'),
   ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone",jsonb}'),
   ('claim_requests', '{integer,interval,text,text,"timestamp with time zone"}'),
   ('dispatch_attempt', '{bigint,uuid,"timestamp with time zone"}'),
@@ -73,7 +85,6 @@ SELECT isnt_superuser('sched_observer');
 SELECT ok(NOT (SELECT rolcanlogin FROM pg_roles WHERE rolname = 'sched_observer'),
           'sched_observer is NOLOGIN (grant it to login roles)');
 SELECT schema_privs_are('sched', 'sched_observer', ARRAY['USAGE']);
-SELECT schema_privs_are('sched', 'public', ARRAY[]::name[]);
 
 -- the tables and views operators read: exactly SELECT each
 SELECT tables_are('sched', ARRAY['node', 'worker', 'tenant', 'execution', 'request',
@@ -83,9 +94,6 @@ SELECT table_privs_are('sched', t, 'sched_observer', ARRAY['SELECT'])
   FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command',
                     'timeline', 'tenant_live', 'node_overview', 'pending', 'queue_stats',
                     'attempt_overview']) t;
-SELECT table_privs_are('sched', t, 'public', ARRAY[]::name[])
-  FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command',
-                    'timeline', 'node_overview', 'pending', 'queue_stats', 'attempt_overview']) t;
 -- and whatever relation exists in the schema (a table added later included)
 SELECT is_empty($$
     SELECT c.relname FROM pg_class c
@@ -108,43 +116,42 @@ $$, 'sched_observer cannot advance any sequence of schema sched');
 -- the read functions: EXECUTE
 SELECT function_privs_are('sched', fn, args, 'sched_observer', ARRAY['EXECUTE'])
   FROM read_fn ORDER BY fn, cardinality(args);
--- the write functions: nothing, for sched_observer and for PUBLIC
-SELECT function_privs_are('sched', fn, args, 'sched_observer', ARRAY[]::name[])
-  FROM write_fn ORDER BY fn;
-SELECT function_privs_are('sched', fn, args, 'public', ARRAY[]::name[])
-  FROM write_fn ORDER BY fn;
-
--- nothing outside the allow-list: the read functions and the internal read-only
--- helpers they call (formatting, settings, input checks that only raise), and the
--- counters of the session's own fleet mirror
+-- and nothing else: the write functions and the internal helpers (sched._*) are not its
+SELECT set_eq($$SELECT p.oid FROM pg_proc p
+                 WHERE p.pronamespace = 'sched'::regnamespace
+                   AND has_function_privilege('sched_observer', p.oid, 'EXECUTE')$$,
+              $$SELECT to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ',')))::oid FROM read_fn$$,
+              'sched_observer can execute exactly the read-only functions of schema sched');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace
        AND has_function_privilege('sched_observer', p.oid, 'EXECUTE')
-       AND p.proname NOT IN (SELECT fn FROM read_fn)
-       AND p.proname NOT IN ('_pending_explanations', '_setting_seconds', '_cpus', '_amount', '_duration',
-                             '_require', '_unknown', 'step_lock_key', '_fleet_mirror_stats')
-$$, 'sched_observer can execute no function of schema sched outside the read-only allow-list');
+       AND (p.provolatile = 'v' OR p.prosecdef)
+$$, 'the functions sched_observer may execute are neither volatile nor SECURITY DEFINER');
+-- as whom each function runs: the writers as the owner (they check their caller
+-- themselves), everything else as its caller
+SELECT set_eq($$SELECT p.oid FROM pg_proc p WHERE p.pronamespace = 'sched'::regnamespace AND p.prosecdef$$,
+              $$SELECT to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ',')))::oid FROM write_fn
+                UNION ALL
+                SELECT 'sched._milestone(uuid,text,text,uuid,int,uuid,text,text,text,jsonb,timestamptz)'::regprocedure::oid
+                UNION ALL
+                SELECT 'sched._attempt_live_changed()'::regprocedure::oid$$,
+              'exactly the write functions, _milestone and _attempt_live_changed are SECURITY DEFINER');
 SELECT is_empty($$
-    SELECT p.oid::regprocedure::text FROM pg_proc p
+    SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace
-       AND p.proname IN ('_pending_explanations', '_setting_seconds', '_cpus', '_amount', '_duration',
-                         '_require', '_unknown', 'step_lock_key', '_fleet_mirror_stats')
-       AND p.provolatile = 'v' AND p.proname NOT IN ('_unknown', '_fleet_mirror_stats')
-$$, 'the helpers granted to sched_observer are not volatile (except _unknown, which only raises, and _fleet_mirror_stats, which reads the session''s counters)');
+       AND p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']
+$$, 'every function of schema sched has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace AND p.prosecdef
-$$, 'no function of schema sched is SECURITY DEFINER');
-SELECT is_empty($$
-    SELECT p.oid::regprocedure::text FROM pg_proc p
-     WHERE p.pronamespace = 'sched'::regnamespace
-       AND has_function_privilege('public', p.oid, 'EXECUTE')
-$$, 'PUBLIC can execute no function of schema sched');
+       AND EXISTS (SELECT 1 FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) x
+                    WHERE x.grantee = 0)
+$$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          28, 'the 10 read and 18 write functions listed exist');
+          35, 'the 16 read and 19 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has
@@ -219,83 +226,22 @@ SELECT is((SELECT array_agg(node_id ORDER BY rank)
 SELECT is((SELECT node_id FROM sched.select_candidate('render', '1.0',
                preferred_labels => '{"tier":"fast"}', at => '2024-01-01 12:00:00+00')),
           'obs-a', 'observer calls select_candidate');
+SELECT is((SELECT count(*)::int FROM sched.pending_explanations('2024-01-01 12:00:00+00')), 1,
+          'observer calls pending_explanations(at)');
+SELECT ok(sched.setting_seconds('sched.heartbeat_ttl') > 0, 'observer calls setting_seconds');
+SELECT is(sched.format_cpus(1500) || ' | ' || sched.format_amount('2', 'GPU') || ' | ' || sched.format_duration('125 s'),
+          '1.5 | 2 GPUs | 2 min 5 s', 'observer calls format_cpus, format_amount, format_duration');
+SELECT ok(sched.step_lock_key('50000000-0000-0000-0000-000000000051', 1) IS NOT NULL, 'observer calls step_lock_key');
 
 -- ---------------------------------------------------------------------------------
--- 2. As sched_observer: every write is refused (42501 insufficient_privilege)
+-- 2. As sched_observer: no lock that would block dispatch, no object of its own
+--    (every write function, write and sequence is refused in 05_privileges.sql)
 -- ---------------------------------------------------------------------------------
-SELECT throws_ok($$SELECT sched.upsert_node('obs-x')$$, '42501',
-    'permission denied for function upsert_node', 'observer cannot upsert_node');
-SELECT throws_ok($$SELECT sched.register_worker('obs-a', 'x', ARRAY['1'], 1)$$, '42501',
-    'permission denied for function register_worker', 'observer cannot register_worker');
-SELECT throws_ok($$SELECT sched.heartbeat('a0000000-0000-0000-0000-0000000000a1', 1)$$, '42501',
-    'permission denied for function heartbeat', 'observer cannot heartbeat');
-SELECT throws_ok($$SELECT sched.drain_node('obs-a')$$, '42501',
-    'permission denied for function drain_node', 'observer cannot drain_node');
-SELECT throws_ok($$SELECT sched.cordon_worker('a0000000-0000-0000-0000-0000000000a1')$$, '42501',
-    'permission denied for function cordon_worker', 'observer cannot cordon_worker');
-SELECT throws_ok($$SELECT sched.uncordon_worker('a0000000-0000-0000-0000-0000000000a1')$$, '42501',
-    'permission denied for function uncordon_worker', 'observer cannot uncordon_worker');
-SELECT throws_ok($$SELECT sched.set_tenant_weight('t', 2)$$, '42501',
-    'permission denied for function set_tenant_weight', 'observer cannot set_tenant_weight');
-SELECT throws_ok($$SELECT sched.submit('e0000000-0000-0000-0000-0000000000e3',
-    '50000000-0000-0000-0000-000000000053', 'render', '1.0')$$, '42501',
-    'permission denied for function submit', 'observer cannot submit');
-SELECT throws_ok($$SELECT * FROM sched.claim_requests()$$, '42501',
-    'permission denied for function claim_requests', 'observer cannot claim_requests');
-SELECT throws_ok(format('SELECT * FROM sched.dispatch_attempt(%s)', :waiting), '42501',
-    'permission denied for function dispatch_attempt', 'observer cannot dispatch_attempt');
-SELECT throws_ok($$SELECT * FROM sched.dispatch_next()$$, '42501',
-    'permission denied for function dispatch_next', 'observer cannot dispatch_next');
-SELECT throws_ok($$SELECT * FROM sched.poll_commands('a0000000-0000-0000-0000-0000000000a1', 1)$$, '42501',
-    'permission denied for function poll_commands', 'observer cannot poll_commands');
-SELECT throws_ok($$SELECT sched.start_attempt(gen_random_uuid(), 1)$$, '42501',
-    'permission denied for function start_attempt', 'observer cannot start_attempt');
-SELECT throws_ok($$SELECT sched.renew_lease(gen_random_uuid(), 1)$$, '42501',
-    'permission denied for function renew_lease', 'observer cannot renew_lease');
-SELECT throws_ok($$SELECT sched.finish_attempt(gen_random_uuid(), 1, 'SUCCEEDED')$$, '42501',
-    'permission denied for function finish_attempt', 'observer cannot finish_attempt');
-SELECT throws_ok($$SELECT sched.reap_expired()$$, '42501',
-    'permission denied for function reap_expired', 'observer cannot reap_expired');
-SELECT throws_ok($$SELECT sched.cancel_execution('e0000000-0000-0000-0000-0000000000e1')$$, '42501',
-    'permission denied for function cancel_execution', 'observer cannot cancel_execution');
-SELECT throws_ok($$SELECT sched.complete_execution('e0000000-0000-0000-0000-0000000000e1')$$, '42501',
-    'permission denied for function complete_execution', 'observer cannot complete_execution');
--- the internal writers too
-SELECT throws_ok($$SELECT sched._milestone('e0000000-0000-0000-0000-0000000000e1', 'k', 's', NULL,
-    NULL, NULL, 'x', 'c', 't', NULL, now())$$, '42501',
-    'permission denied for function _milestone', 'observer cannot _milestone');
--- the lifecycle's helpers (ending an attempt, closing an execution) are C, callable by
--- nobody: none of them is a SQL function
-SELECT is((SELECT count(*)::int FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-            WHERE n.nspname = 'sched'
-              AND p.proname IN ('_end_attempt', '_close_execution', '_live_attempt',
-                                '_extend_lease', '_lock_execution_for')),
-          0, 'the lifecycle helpers are not SQL functions');
-
--- direct DML on every table
-SELECT throws_ok(format('INSERT INTO sched.%I DEFAULT VALUES', t), '42501',
-                 format('permission denied for table %s', t), format('observer cannot INSERT INTO sched.%s', t))
-  FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command', 'timeline']) t;
-SELECT throws_ok(format('UPDATE sched.%I SET %I = %I', t, c, c), '42501',
-                 format('permission denied for table %s', t), format('observer cannot UPDATE sched.%s', t))
-  FROM (VALUES ('node', 'weight'), ('worker', 'slots'), ('tenant', 'weight'), ('execution', 'status'),
-               ('request', 'state'), ('attempt', 'status'), ('command', 'delivered_at'),
-               ('timeline', 'title')) v(t, c);
-SELECT throws_ok(format('DELETE FROM sched.%I', t), '42501',
-                 format('permission denied for table %s', t), format('observer cannot DELETE FROM sched.%s', t))
-  FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command', 'timeline']) t;
-SELECT throws_ok(format('TRUNCATE sched.%I CASCADE', t), '42501',
-                 format('permission denied for table %s', t), format('observer cannot TRUNCATE sched.%s', t))
-  FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command', 'timeline']) t;
 -- row locks would block dispatchers: refused
-SELECT throws_ok($$SELECT 1 FROM sched.node FOR UPDATE$$, '42501',
-    'permission denied for table node', 'observer cannot lock nodes FOR UPDATE');
 SELECT throws_ok($$SELECT 1 FROM sched.request FOR SHARE$$, '42501',
     'permission denied for table request', 'observer cannot lock requests FOR SHARE');
 SELECT throws_ok($$LOCK TABLE sched.worker IN EXCLUSIVE MODE$$, '42501',
     'permission denied for table worker', 'observer cannot LOCK TABLE in a blocking mode');
-SELECT throws_ok($$SELECT nextval('sched.request_id_seq')$$, '42501',
-    'permission denied for sequence request_id_seq', 'observer cannot advance request_id_seq');
 SELECT throws_ok($$CREATE TABLE sched.observer_scratch (i int)$$, '42501',
     'permission denied for schema sched', 'observer cannot CREATE in schema sched');
 SELECT throws_ok($$CREATE FUNCTION sched.observer_fn() RETURNS int LANGUAGE sql AS 'SELECT 1'$$, '42501',
