@@ -79,4 +79,19 @@ extern bool sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz 
 
 extern void sched_check_not_null(FunctionCallInfo fcinfo, int argno, const char *parameter);
 
+/* The documented limits (README, "Limits"): checked before anything is written, 54000. */
+#define SCHED_MAX_NAME_BYTES		256		/* node_id, capability, version, tenant, ... */
+#define SCHED_MAX_LABELS			64		/* keys of one label map */
+#define SCHED_MAX_LABEL_KEY_BYTES	256
+#define SCHED_MAX_LABEL_VALUE_BYTES 1024
+#define SCHED_MAX_VERSIONS			64		/* capability_versions of a worker */
+
+/* ERROR 54000 naming the parameter when value is longer than SCHED_MAX_NAME_BYTES. */
+extern void sched_check_name_length(const char *value, const char *parameter);
+
+/* ERROR 22008 naming the parameter unless t is finite and within 1900-01-01 ..
+ * 9999-12-31 UTC (far enough from the ends of timestamptz that no lease, backoff or
+ * cutoff computed from it overflows, and every dump restores). */
+extern void sched_check_time(TimestampTz t, const char *parameter);
+
 #endif							/* PG_SCHED_VALIDATE_H */

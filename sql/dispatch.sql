@@ -224,10 +224,20 @@ SELECT * FROM pg_temp.dispatch('C1', 'C1', NULL, '2024-01-01 12:10:03+00');
 -- for an existing attempt ("lock the execution and refuse closed ones; return an existing
 -- attempt ..."): EXECUTION_CLOSED, not EXISTING
 SELECT outcome FROM pg_temp.dispatch('C0b', 'C0', NULL, '2024-01-01 12:10:03+00');
--- submit into the cancelled execution: the request exists, but dispatch refuses it and
--- cancels it
-INSERT INTO reqs SELECT 'C2', sched.submit('e5000000-0000-0000-0000-000000000002',
+-- submit into the cancelled execution is refused (55000), and writes nothing
+\set VERBOSITY terse
+SELECT sched.submit('e5000000-0000-0000-0000-000000000002',
     '56000000-0000-0000-0000-0000000000c2', 'render', '1.0', available_at => '2024-01-01 12:10:04+00');
+\set VERBOSITY default
+SELECT count(*) FROM sched.request WHERE step_id = '56000000-0000-0000-0000-0000000000c2';
+-- a request left open in it (as a cancel leaves one a dispatcher held: it skips it; made
+-- here by a direct write): dispatch refuses it and cancels it
+INSERT INTO sched.request (execution_id, step_id, attempt_number, tenant, capability,
+                           capability_version, state, queued_at, available_at)
+VALUES ('e5000000-0000-0000-0000-000000000002', '56000000-0000-0000-0000-0000000000c2', 1,
+        'default', 'render', '1.0', 'PENDING', '2024-01-01 12:10:04+00', '2024-01-01 12:10:04+00');
+INSERT INTO reqs SELECT 'C2', request_id FROM sched.request
+ WHERE step_id = '56000000-0000-0000-0000-0000000000c2';
 SELECT label, state FROM pg_temp.requests('{C2}');
 SELECT * FROM pg_temp.dispatch('C2', 'C2', NULL, '2024-01-01 12:10:05+00');
 SELECT label, state, has_attempt FROM pg_temp.requests('{C2}');
@@ -256,9 +266,18 @@ SELECT sched.finish_attempt((r).attempt_id, 1, 'SUCCEEDED', NULL, '2024-01-01 12
 SELECT node_id, reserved_cpu_millis, live_attempts FROM sched.node WHERE node_id = 'd2';
 SELECT sched.complete_execution('e5000000-0000-0000-0000-000000000003', '2024-01-01 12:10:08+00');
 SELECT status, finished_at FROM sched.execution WHERE execution_id = 'e5000000-0000-0000-0000-000000000003';
--- a request submitted into the completed execution: EXECUTION_CLOSED, then CANCELLED
-INSERT INTO reqs SELECT 'S1', sched.submit('e5000000-0000-0000-0000-000000000003',
+-- submit into the completed execution is refused (55000); a request left open in it
+-- (a direct write, as above): EXECUTION_CLOSED, then CANCELLED
+\set VERBOSITY terse
+SELECT sched.submit('e5000000-0000-0000-0000-000000000003',
     '56000000-0000-0000-0000-0000000000d1', 'render', '1.0', available_at => '2024-01-01 12:10:09+00');
+\set VERBOSITY default
+INSERT INTO sched.request (execution_id, step_id, attempt_number, tenant, capability,
+                           capability_version, state, queued_at, available_at)
+VALUES ('e5000000-0000-0000-0000-000000000003', '56000000-0000-0000-0000-0000000000d1', 1,
+        'default', 'render', '1.0', 'PENDING', '2024-01-01 12:10:09+00', '2024-01-01 12:10:09+00');
+INSERT INTO reqs SELECT 'S1', request_id FROM sched.request
+ WHERE step_id = '56000000-0000-0000-0000-0000000000d1';
 SELECT label, state FROM pg_temp.requests('{S1}');
 SELECT * FROM pg_temp.dispatch('S1', 'S1', NULL, '2024-01-01 12:10:09+00');
 SELECT outcome FROM pg_temp.dispatch('S1b', 'S1', NULL, '2024-01-01 12:10:10+00');

@@ -287,10 +287,17 @@ SELECT sched.finish_attempt(pg_temp.att('S3b'), 1, 'CANCELLED', at => '2024-05-0
 SELECT sched.cancel_execution('ec000000-0000-0000-0000-000000000003', '2024-05-01 10:31:03+00');
 SELECT pg_temp.err($$SELECT sched.complete_execution('ec000000-0000-0000-0000-000000000003', '2024-05-01 10:31:03+00')$$);
 -- a closed execution dispatches nothing: the cancelled request answers CANCELLED; a
--- request submitted after the cancel answers EXECUTION_CLOSED and is cancelled
+-- submit after the cancel is refused (55000); a request left open in it (as a cancel
+-- leaves one a dispatcher held; made here by a direct write) answers EXECUTION_CLOSED
+-- and is cancelled
 SELECT outcome, node_id FROM sched.dispatch_attempt(:r_s3c, at => '2024-05-02 00:00:00+00');
-SELECT sched.submit('ec000000-0000-0000-0000-000000000003', '5e000000-0000-0000-0000-000000000033',
-                    'build', '1', available_at => '2024-05-01 10:32:00+00') AS r_s3d \gset
+SELECT pg_temp.err($$SELECT sched.submit('ec000000-0000-0000-0000-000000000003', '5e000000-0000-0000-0000-000000000033',
+                    'build', '1', available_at => '2024-05-01 10:32:00+00')$$);
+INSERT INTO sched.request (execution_id, step_id, attempt_number, tenant, capability,
+                           capability_version, state, queued_at, available_at)
+VALUES ('ec000000-0000-0000-0000-000000000003', '5e000000-0000-0000-0000-000000000033', 1,
+        'default', 'build', '1', 'PENDING', '2024-05-01 10:32:00+00', '2024-05-01 10:32:00+00')
+RETURNING request_id AS r_s3d \gset
 SELECT outcome, node_id, detail FROM sched.dispatch_attempt(:r_s3d, at => '2024-05-01 10:32:00+00');
 SELECT outcome, node_id FROM sched.dispatch_attempt(:r_s3d, at => '2024-05-01 10:32:01+00');
 SELECT step, n, state FROM pg_temp.requests WHERE step = 'S3d';

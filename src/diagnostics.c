@@ -31,13 +31,18 @@ enum
 	PS_MIN_GPUS, PS_RES_CPU, PS_RES_MEM, PS_RES_GPUS, PS_NODE_ID, PS_COUNT = PS_NODE_ID
 };
 
-/* every open request with the parameters admission depends on, and their text as a key */
+/* every open request with the parameters admission depends on, and their text as a key:
+ * each text length-prefixed, so no two shapes share a key whatever their texts hold */
 static SchedStatement pending_requests = {
 	"SELECT r.request_id, "
-	"       pg_catalog.concat_ws(E'\\x1f', r.capability, r.capability_version, "
-	"                            r.required_labels::pg_catalog.text, r.min_cpu_millis, r.min_memory_mb, "
-	"                            r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, "
-	"                            r.reserve_gpus, coalesce(r.node_id, E'\\x1e')), "
+	"       pg_catalog.concat(pg_catalog.length(r.capability), ':', r.capability, "
+	"                         pg_catalog.length(r.capability_version), ':', r.capability_version, "
+	"                         pg_catalog.length(r.required_labels::pg_catalog.text), ':', "
+	"                         r.required_labels::pg_catalog.text, ',', r.min_cpu_millis, ',', "
+	"                         r.min_memory_mb, ',', r.min_gpus, ',', r.reserve_cpu_millis, ',', "
+	"                         r.reserve_memory_mb, ',', r.reserve_gpus, ',', "
+	"                         CASE WHEN r.node_id IS NULL THEN '-' "
+	"                              ELSE pg_catalog.concat(pg_catalog.length(r.node_id), ':', r.node_id) END), "
 	"       r.capability, r.capability_version, r.required_labels, r.min_cpu_millis, "
 	"       r.min_memory_mb, r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, "
 	"       r.reserve_gpus, r.node_id "
@@ -178,6 +183,7 @@ sched_pending_explanations(PG_FUNCTION_ARGS)
 	Portal		portal;
 
 	sched_check_not_null(fcinfo, 0, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(0), "at");
 	at = PG_GETARG_TIMESTAMPTZ(0);
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)

@@ -26,10 +26,12 @@
 
 #include <math.h>
 
+#include "access/xact.h"
 #include "commands/async.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "batch.h"
@@ -142,6 +144,26 @@ static SchedStatement execution_share = {
 static SchedStatement execution_no_key_update = {
 	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
 	"   FOR NO KEY UPDATE OF e",
+	1, {UUIDOID}
+};
+
+/* the same, for the reaper, which never waits (no rows: another transaction holds it) */
+static SchedStatement execution_share_skip = {
+	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
+	"   FOR SHARE OF e SKIP LOCKED",
+	1, {UUIDOID}
+};
+
+static SchedStatement execution_no_key_update_skip = {
+	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
+	"   FOR NO KEY UPDATE OF e SKIP LOCKED",
+	1, {UUIDOID}
+};
+
+/* the worker and node rows the release updates, taken by the reaper before it writes */
+static SchedStatement pair_lock_skip = {
+	"SELECT 1 FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
+	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE OF w, n SKIP LOCKED",
 	1, {UUIDOID}
 };
 
@@ -525,10 +547,17 @@ close_execution(const pg_uuid_t *execution_id, const char *status, TimestampTz a
  * or LOST: releases its slot and reservations, records the milestone, and for FAILED and
  * LOST requeues the step as attempt_number + 1 (retry backoff 1 s doubling, at most
  * sched.retry_backoff_max; the retry avoids this node when another is eligible) while
- * attempts remain, else fails the execution.
+ * attempts remain, else fails the execution.  Returns true.
+ *
+ * no_wait (the reaper): the execution, worker and node rows are taken with SKIP LOCKED
+ * before anything is written; when another transaction holds one, nothing is written
+ * and it returns false (the attempt is left for the next reap).  So the reaper never
+ * waits while it holds the rows of attempts it has already ended, and a finish or a
+ * dispatch contending for one attempt cannot deadlock with it or hold it up.
  */
-static void
-end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz at)
+static bool
+end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz at,
+			bool no_wait)
 {
 	Datum		v[4];
 	char		n[4] = {' ', ' ', ' ', ' '};
@@ -545,8 +574,20 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	will_retry = failed && a->attempt_number < max_attempts;
 
 	/* the execution before the worker and node (lock order); exclusive only to fail it */
-	exec_status = lock_execution(failed && !will_retry ? &execution_no_key_update : &execution_share,
-								 &a->execution_id);
+	if (no_wait)
+	{
+		exec_status = lock_execution(failed && !will_retry ? &execution_no_key_update_skip
+									 : &execution_share_skip, &a->execution_id);
+		if (exec_status == NULL)
+			return false;
+		v[0] = UUIDPGetDatum(&a->worker_id);
+		sched_spi_exec(&pair_lock_skip, v, NULL, false, 0, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			return false;
+	}
+	else
+		exec_status = lock_execution(failed && !will_retry ? &execution_no_key_update : &execution_share,
+									 &a->execution_id);
 
 	v[0] = UUIDPGetDatum(&a->attempt_id);
 	v[1] = CStringGetTextDatum(status);
@@ -577,11 +618,11 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 				  title, jsonb_of(&detail_ended, v, n), at);
 
 	if (!failed || exec_status == NULL || !execution_open(exec_status))
-		return;
+		return true;
 	if (!will_retry)
 	{
 		close_execution(&a->execution_id, "FAILED", at);
-		return;
+		return true;
 	}
 
 	{
@@ -608,6 +649,7 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 		add_milestone(&a->execution_id, key, "SCHEDULING", &a->step_id, a->attempt_number + 1,
 					  NULL, "QUEUED", "Scheduler", "Requeued for retry", detail, at);
 	}
+	return true;
 }
 
 /* ---- the SQL functions ---------------------------------------------------------------- */
@@ -638,6 +680,7 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("parameter \"max\" must be at least 1: %d", max)));
 	sched_check_not_null(fcinfo, 3, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(3), "at");
 	worker_id = uuid_arg(fcinfo, 0);
 	generation = PG_GETARG_INT64(1);
 
@@ -691,6 +734,7 @@ sched_start_attempt(PG_FUNCTION_ARGS)
 	Datum		v[2];
 
 	sched_check_not_null(fcinfo, 2, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(2), "at");
 	at = PG_GETARG_TIMESTAMPTZ(2);
 	sched_check_at_not_future(at, "at");
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -725,6 +769,7 @@ sched_renew_lease(PG_FUNCTION_ARGS)
 	TimestampTz expires;
 
 	sched_check_not_null(fcinfo, 2, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(2), "at");
 	at = PG_GETARG_TIMESTAMPTZ(2);
 	sched_check_at_not_future(at, "at");
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -780,6 +825,7 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 				 errmsg("invalid value for parameter \"outcome\": \"%s\"", outcome),
 				 errdetail("Valid values are SUCCEEDED, FAILED, CANCELLED.")));
 	sched_check_not_null(fcinfo, 4, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(4), "at");
 	at = PG_GETARG_TIMESTAMPTZ(4);
 	attempt_id = uuid_arg(fcinfo, 0);
 
@@ -795,9 +841,54 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 		}
 	}
 	live_attempt(fcinfo, 0, 1, &a);
-	end_attempt(&a, outcome, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), at);
+	(void) end_attempt(&a, outcome, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), at, false);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(outcome));
+}
+
+/*
+ * Ends one expired attempt as LOST in a subtransaction of its own: true when it did.
+ * An attempt whose rows another transaction holds is left for the next reap (false);
+ * one whose end fails (a counter broken by a direct write, say) is rolled back alone,
+ * with a WARNING, so one attempt never stops the reaping of the others.
+ */
+static bool
+reap_one(const AttemptRow *a, TimestampTz at)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool		ended = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	PG_TRY();
+	{
+		ended = end_attempt(a, "LOST", NULL, at, true);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(context);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		ereport(WARNING,
+				(errcode(e->sqlerrcode),
+				 errmsg("pg_sched: could not reap attempt %s: %s", sched_uuid_out(&a->attempt_id),
+						e->message),
+				 e->detail ? errdetail("%s", e->detail) : 0,
+				 errhint("The attempt is left live; the other expired attempts are reaped.")));
+		FreeErrorData(e);
+		ended = false;
+	}
+	PG_END_TRY();
+	return ended;
 }
 
 /*
@@ -817,6 +908,7 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 	int32		lost = 0;
 
 	sched_check_not_null(fcinfo, 0, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(0), "at");
 	at = PG_GETARG_TIMESTAMPTZ(0);
 	sched_check_at_not_future(at, "at");	/* it would expire leases before their time */
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -834,8 +926,8 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 		if (SPI_processed == 0)
 			break;
 		attempt_from_spi(0, &a);
-		end_attempt(&a, "LOST", NULL, at);
-		lost++;
+		if (reap_one(&a, at))
+			lost++;
 	}
 	SPI_cursor_close(portal);
 	sched_spi_exec(&expired_claims_returned, v, NULL, false, 0, SPI_OK_UPDATE);
@@ -889,6 +981,7 @@ sched_complete_execution(PG_FUNCTION_ARGS)
 	bool		isnull;
 
 	sched_check_not_null(fcinfo, 1, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(1), "at");
 	sched_check_not_null(fcinfo, 0, "execution_id");
 	at = PG_GETARG_TIMESTAMPTZ(1);
 	execution_id = uuid_arg(fcinfo, 0);
@@ -932,6 +1025,7 @@ sched_cancel_execution(PG_FUNCTION_ARGS)
 	char	   *cur;
 
 	sched_check_not_null(fcinfo, 1, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(1), "at");
 	sched_check_not_null(fcinfo, 0, "execution_id");
 	at = PG_GETARG_TIMESTAMPTZ(1);
 	execution_id = uuid_arg(fcinfo, 0);

@@ -3,17 +3,22 @@
  * client: when pg_sched is in shared_preload_libraries, one worker per database named in
  * sched.databases calls sched.reap_expired(now()) every sched.maintenance_interval.
  *
- * A launcher (one static worker, connected to no database) starts them once recovery has
- * finished: it looks up each name in pg_database, registers a dynamic worker per database
- * that exists, warns once about each that does not (a worker connecting to a missing
- * database would fail with FATAL and be restarted every 10 s, forever), and exits.
+ * A launcher (one static worker, connected to no database) runs for as long as the
+ * server, once recovery has finished.  At its start, at every reload (SIGHUP) and every
+ * minute it reads sched.databases and pg_database: it starts a dynamic worker for each
+ * database listed that exists and has none, stops the worker of a database no longer
+ * listed, and warns once about each name that does not exist (a worker connecting to a
+ * missing database would fail with FATAL and be restarted every 10 s, forever).  So a
+ * database created or listed later gets its worker within a minute, or at the reload.
  *
- * Guarantees: each tick is one transaction (a failure rolls the tick back, the worker
- * exits and the postmaster restarts it after 10 s); a database without the extension is
- * skipped quietly; nothing runs before recovery has finished, so a hot standby never
- * writes.  A database created after the server started gets its worker at the next
- * start.  Without preloading, calling sched.reap_expired() from any client (for example
- * from cron) does the same work.
+ * Guarantees: one worker per database (each holds a session lock on its database in a
+ * lock space of pg_sched's own, and a second one exits at once: a launcher restarted
+ * after a crash cannot double them); each tick is one transaction, run at its interval
+ * only (other wake-ups, such as a reload, do not tick); a tick that fails is logged and
+ * rolled back, and the worker goes on at the next tick; a database without the
+ * extension is skipped quietly; nothing runs before recovery has finished, so a hot
+ * standby never writes.  Without preloading, calling sched.reap_expired() from any
+ * client (for example from cron) does the same work.
  *
  * Least privilege: a background worker can only connect as a role that may log in, so
  * it connects as the bootstrap superuser, but before every tick it becomes role
@@ -42,12 +47,15 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/acl.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/varlena.h"
 
 PGDLLEXPORT void sched_maintenance_main(Datum arg);
@@ -75,18 +83,17 @@ database_names(void)
 	return names;
 }
 
-/* Registers the launcher when sched.databases names any database (postmaster only). */
+/* Registers the launcher (postmaster only): it runs even while sched.databases is empty,
+ * so that a database listed later gets its worker at the reload. */
 void
 sched_register_maintenance_workers(void)
 {
 	BackgroundWorker worker;
 
-	if (database_names() == NIL)
-		return;
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	worker.bgw_restart_time = 10;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_sched");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "sched_maintenance_launcher_main");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_sched maintenance launcher");
@@ -119,62 +126,200 @@ database_oid(const char *name)
 	return result;
 }
 
+/* A maintenance worker the launcher started: its database and handle. */
+typedef struct LaunchedWorker
+{
+	char		name[BGW_EXTRALEN];
+	Oid			dboid;
+	BackgroundWorkerHandle *handle;
+} LaunchedWorker;
+
+static List *launched = NIL;	/* of LaunchedWorker, in TopMemoryContext */
+static List *warned = NIL;		/* names warned about as missing */
+
+static bool
+name_listed(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp((const char *) lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+static void
+start_worker(LaunchedWorker *w)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 10;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_sched");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "sched_maintenance_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "pg_sched maintenance %s", w->name);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "pg_sched maintenance");
+	strlcpy(worker.bgw_extra, w->name, BGW_EXTRALEN);
+	worker.bgw_main_arg = ObjectIdGetDatum(w->dboid);
+	worker.bgw_notify_pid = 0;
+	if (!RegisterDynamicBackgroundWorker(&worker, &w->handle))
+	{
+		w->handle = NULL;
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no background worker slot for the pg_sched maintenance worker of database \"%s\"", w->name),
+				 errhint("Raise max_worker_processes.")));
+	}
+}
+
+/* The names of sched.databases; a bad list is logged (the workers keep running as the
+ * list was) and taken as empty only at the launcher's start. */
+static List *
+listed_names(void)
+{
+	static List *last = NIL;	/* the last good list, in TopMemoryContext */
+	MemoryContext context = CurrentMemoryContext;
+	List	   *names = NIL;
+
+	PG_TRY();
+	{
+		names = database_names();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(context);
+		EmitErrorReport();
+		FlushErrorState();
+		return last;
+	}
+	PG_END_TRY();
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		ListCell   *lc;
+
+		list_free(last);
+		last = NIL;
+		foreach(lc, names)
+			last = lappend(last, pstrdup((const char *) lfirst(lc)));
+		MemoryContextSwitchTo(old);
+	}
+	return names;
+}
+
+/*
+ * Brings the running workers in line with sched.databases and pg_database: starts the
+ * missing ones (and those that stopped for good), stops those of databases no longer
+ * listed or gone, and warns once about each listed name that does not exist.
+ */
+static void
+launcher_sync(void)
+{
+	List	   *names;
+	List	   *kept = NIL;
+	ListCell   *lc;
+	MemoryContext old;
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	names = listed_names();
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	/* the workers to keep: listed, their database still there under its OID */
+	foreach(lc, launched)
+	{
+		LaunchedWorker *w = (LaunchedWorker *) lfirst(lc);
+		pid_t		pid;
+
+		if (name_listed(names, w->name) && database_oid(w->name) == w->dboid)
+		{
+			if (w->handle == NULL || GetBackgroundWorkerPid(w->handle, &pid) == BGWH_STOPPED)
+				start_worker(w);
+			kept = lappend(kept, w);
+		}
+		else
+		{
+			if (w->handle != NULL)
+				TerminateBackgroundWorker(w->handle);
+			ereport(LOG,
+					(errmsg("pg_sched maintenance worker of database \"%s\" stopped: the database is no longer listed in \"sched.databases\" or is gone", w->name)));
+			pfree(w);
+		}
+	}
+	list_free(launched);
+	launched = kept;
+
+	foreach(lc, names)
+	{
+		const char *name = (const char *) lfirst(lc);
+		Oid			dboid = database_oid(name);
+		ListCell   *lw;
+		bool		running = false;
+
+		foreach(lw, launched)
+			if (strcmp(((LaunchedWorker *) lfirst(lw))->name, name) == 0)
+				running = true;
+		if (running)
+			continue;
+		if (!OidIsValid(dboid))
+		{
+			if (!name_listed(warned, name))
+			{
+				ereport(WARNING,
+						(errcode(ERRCODE_UNDEFINED_DATABASE),
+						 errmsg("database \"%s\" named in \"sched.databases\" does not exist: no pg_sched maintenance worker for it", name),
+						 errhint("Create the database: its worker starts within a minute, or at the next reload.")));
+				warned = lappend(warned, pstrdup(name));
+			}
+			continue;
+		}
+		{
+			LaunchedWorker *w = palloc0(sizeof(LaunchedWorker));
+
+			strlcpy(w->name, name, BGW_EXTRALEN);
+			w->dboid = dboid;
+			start_worker(w);
+			launched = lappend(launched, w);
+		}
+	}
+	/* a name that exists now may be warned about again if it goes */
+	{
+		List	   *still = NIL;
+
+		foreach(lc, warned)
+			if (name_listed(names, (const char *) lfirst(lc)) && !OidIsValid(database_oid((const char *) lfirst(lc))))
+				still = lappend(still, lfirst(lc));
+		list_free(warned);
+		warned = still;
+	}
+	MemoryContextSwitchTo(old);
+	CommitTransactionCommand();
+}
+
+#define LAUNCHER_RESCAN_MS 60000L
+
 void
 sched_maintenance_launcher_main(Datum arg)
 {
-	List	   *names;
-	List	   *oids = NIL;
-	List	   *found = NIL;
-	ListCell   *lc,
-			   *lc2;
-
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);	/* shared catalogs only */
 
-	StartTransactionCommand();
-	(void) GetTransactionSnapshot();
-	names = database_names();
-	foreach(lc, names)
+	for (;;)
 	{
-		const char *db = (const char *) lfirst(lc);
-		Oid			dboid = database_oid(db);
-
-		if (!OidIsValid(dboid))
+		launcher_sync();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 LAUNCHER_RESCAN_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
 		{
-			ereport(WARNING,
-					(errcode(ERRCODE_UNDEFINED_DATABASE),
-					 errmsg("database \"%s\" named in \"sched.databases\" does not exist: no pg_sched maintenance worker for it", db),
-					 errhint("Create the database and restart the server, or remove it from \"sched.databases\".")));
-			continue;
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
 		}
-		oids = lappend_oid(oids, dboid);
-		found = lappend(found, pstrdup(db));
 	}
-	CommitTransactionCommand();
-
-	forboth(lc, oids, lc2, found)
-	{
-		const char *db = (const char *) lfirst(lc2);
-		BackgroundWorker worker;
-
-		memset(&worker, 0, sizeof(worker));
-		worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		worker.bgw_restart_time = 10;
-		snprintf(worker.bgw_library_name, BGW_MAXLEN, "pg_sched");
-		snprintf(worker.bgw_function_name, BGW_MAXLEN, "sched_maintenance_main");
-		snprintf(worker.bgw_name, BGW_MAXLEN, "pg_sched maintenance %s", db);
-		snprintf(worker.bgw_type, BGW_MAXLEN, "pg_sched maintenance");
-		strlcpy(worker.bgw_extra, db, BGW_EXTRALEN);
-		worker.bgw_main_arg = ObjectIdGetDatum(lfirst_oid(lc));
-		if (!RegisterDynamicBackgroundWorker(&worker, NULL))
-			ereport(WARNING,
-					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("no background worker slot for the pg_sched maintenance worker of database \"%s\"", db),
-					 errhint("Raise max_worker_processes.")));
-	}
-	proc_exit(0);
 }
 
 /*
@@ -233,16 +378,58 @@ maintenance_tick(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
+/* The objsubid (advisory lock tag field 4) of the per-database maintenance lock: no
+ * SQL function takes it (pg_advisory_lock uses 1 and 2; dispatch's step locks 0x5343). */
+#define SCHED_MAINTENANCE_LOCK_SPACE 0x534D
+
+/* One tick, whatever happens in it: an error is logged and rolled back, and the worker
+ * goes on (a FATAL, such as a shutdown request, still ends it). */
+static void
+maintenance_tick_guarded(void)
+{
+	MemoryContext context = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		maintenance_tick();
+	}
+	PG_CATCH();
+	{
+		HOLD_INTERRUPTS();
+		MemoryContextSwitchTo(context);
+		EmitErrorReport();
+		AbortCurrentTransaction();
+		FlushErrorState();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		RESUME_INTERRUPTS();
+		ereport(LOG,
+				(errmsg("pg_sched maintenance tick failed (above); the next tick is in %d s",
+						sched_maintenance_interval_s)));
+	}
+	PG_END_TRY();
+}
+
 void
 sched_maintenance_main(Datum arg)
 {
 	char		db[BGW_EXTRALEN];
+	LOCKTAG		tag;
+	TimestampTz next_tick;
 
 	strlcpy(db, MyBgworkerEntry->bgw_extra, BGW_EXTRALEN);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
+
+	/* one worker per database: a second one (a launcher restarted after a crash) leaves */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, SCHED_MAINTENANCE_LOCK_SPACE);
+	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		elog(LOG, "pg_sched maintenance worker for database \"%s\" is already running", db);
+		proc_exit(0);
+	}
+
 	/* over what ALTER DATABASE ... SET gave the connection: a path of the database
 	 * owner's choosing, or settings that would make every tick fail */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
@@ -252,17 +439,29 @@ sched_maintenance_main(Datum arg)
 	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	elog(LOG, "pg_sched maintenance worker started for database \"%s\"", db);
 
+	next_tick = GetCurrentTimestamp() + (int64) sched_maintenance_interval_s * USECS_PER_SEC;
 	for (;;)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 (long) sched_maintenance_interval_s * 1000L, PG_WAIT_EXTENSION);
+		long		wait_ms;
+		TimestampTz now = GetCurrentTimestamp();
+
+		wait_ms = next_tick > now ? (long) ((next_tick - now + 999) / 1000) : 0;
+		if (wait_ms > 0)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 wait_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			/* a shorter interval takes effect from now, not after the old one */
+			next_tick = Min(next_tick, GetCurrentTimestamp() +
+							(int64) sched_maintenance_interval_s * USECS_PER_SEC);
 		}
-		maintenance_tick();
+		if (GetCurrentTimestamp() < next_tick)
+			continue;			/* woken early (a reload, a signal): not a tick */
+		maintenance_tick_guarded();
+		next_tick = GetCurrentTimestamp() + (int64) sched_maintenance_interval_s * USECS_PER_SEC;
 	}
 }

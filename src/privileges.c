@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "privileges.h"
+#include "validate.h"
 
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -138,6 +139,11 @@ Datum
 sched_check_at_sql(PG_FUNCTION_ARGS)
 {
 	if (!PG_ARGISNULL(0))
-		sched_check_at_not_future(PG_GETARG_TIMESTAMPTZ(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	{
+		char	   *parameter = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+		sched_check_time(PG_GETARG_TIMESTAMPTZ(0), parameter);
+		sched_check_at_not_future(PG_GETARG_TIMESTAMPTZ(0), parameter);
+	}
 	PG_RETURN_VOID();
 }

@@ -455,6 +455,7 @@ optional_text_arg(FunctionCallInfo fcinfo, int argno, const char *parameter, con
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("parameter \"%s\" must not be empty", parameter),
 				 errhint("%s", hint)));
+	sched_check_name_length(s, parameter);
 	return s;
 }
 
@@ -487,7 +488,7 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	pg_uuid_t	claim;
 	QueueScan	q;
 	int			claimed = 0;
-	int			scanned = 0;
+	int64		scanned = 0;
 
 	sched_check_not_null(fcinfo, 1, "claim_ttl");
 	ttl = PG_GETARG_INTERVAL_P(1);
@@ -497,9 +498,22 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("parameter \"claim_ttl\" must be positive: %s",
 						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl))))));
+	{
+		Interval	day = {0, 1, 0};	/* a claim is held for minutes, never past a day */
+
+		if (DatumGetBool(DirectFunctionCall2(interval_gt, IntervalPGetDatum(ttl),
+											 IntervalPGetDatum(&day))))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("parameter \"claim_ttl\" is too long: %s",
+							DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl)))),
+					 errdetail("The limit is 1 day."),
+					 errhint("A scheduler that needs longer claims the request again.")));
+	}
 	capability = optional_text_arg(fcinfo, 2, "capability", "Pass NULL to claim any capability.");
 	tenant = optional_text_arg(fcinfo, 3, "tenant", "Pass NULL to claim for any tenant.");
 	sched_check_not_null(fcinfo, 4, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(4), "at");
 	at = PG_GETARG_TIMESTAMPTZ(4);
 	sched_check_at_not_future(at, "at");	/* it would claim requests not yet ready */
 	until = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
@@ -512,7 +526,7 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	queue_begin(&q, at, capability, tenant);
-	while (claimed < max_requests && scanned < max_requests * 4 + 64)
+	while (claimed < max_requests && scanned < (int64) max_requests * 4 + 64)
 	{
 		QueueTenant *t;
 		SchedStepKey key;
@@ -686,12 +700,13 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 	ShapeJudge	judge;
 	HASHCTL		hctl;
 	int			dispatched = 0;
-	int			scanned = 0;
+	int64		scanned = 0;
 	MemoryContext per_request;
 	MemoryContext outer;
 	SchedBatch *cache;
 
 	sched_check_not_null(fcinfo, 3, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(3), "at");
 	at = PG_GETARG_TIMESTAMPTZ(3);
 	sched_check_at_not_future(at, "at");	/* it starts the leases of what is placed */
 	PreventCommandIfReadOnly("dispatch_next");	/* a standby, or a read-only transaction */
@@ -720,7 +735,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 	judge.at = at;
 	judge_ready_shapes(&judge, &q);
 
-	while (dispatched < max_dispatches && scanned < max_dispatches * 4 + 64 &&
+	while (dispatched < max_dispatches && scanned < (int64) max_dispatches * 4 + 64 &&
 		   !(judge.all_known && judge.not_waiting == 0))
 	{
 		QueueTenant *t;

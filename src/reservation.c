@@ -741,6 +741,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 
 	sched_check_not_null(fcinfo, 0, "request_id");
 	sched_check_not_null(fcinfo, 2, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(2), "at");
 	sched_check_at_not_future(PG_GETARG_TIMESTAMPTZ(2), "at");	/* it starts the lease */
 	if (!PG_ARGISNULL(1))
 		claim = *PG_GETARG_UUID_P(1);

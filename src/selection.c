@@ -184,6 +184,7 @@ sched_qualification_reasons_for_request(PG_FUNCTION_ARGS)
 
 	sched_check_not_null(fcinfo, 0, "request_id");
 	sched_check_not_null(fcinfo, 1, "at");
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(1), "at");
 	request_id = PG_GETARG_INT64(0);
 	InitMaterializedSRF(fcinfo, 0);
 	connect_spi();

@@ -75,9 +75,9 @@ sched_define_settings(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("sched.databases",
 							   "Databases in which a background worker reaps expired leases and claims (comma-separated).",
-							   "Takes effect only with pg_sched in shared_preload_libraries, at server start.",
+							   "Needs pg_sched in shared_preload_libraries; a change takes effect at the reload.",
 							   &sched_databases, "",
-							   PGC_POSTMASTER, GUC_LIST_INPUT, NULL, NULL, NULL);
+							   PGC_SIGHUP, GUC_LIST_INPUT, NULL, NULL, NULL);
 	DefineCustomBoolVariable("sched.fleet_mirror",
 							 "Whether placement reads the fleet from this backend's mirror, re-reading only nodes that changed.",
 							 "Needs pg_sched in shared_preload_libraries; off reads every worker of the capability at every call.",

@@ -2,7 +2,9 @@
  * validate.c — checks and parses what callers pass: label maps, the placement
  * parameters of SPEC section 3, and stored requests.  Every bad input is an ERROR that
  * names the parameter: 22004 (null_value_not_allowed) for a NULL where a value is
- * required, 22023 (invalid_parameter_value) for an invalid value.  Nothing here writes.
+ * required, 22023 (invalid_parameter_value) for an invalid value, 22008
+ * (datetime_field_overflow) for a time out of range, 54000 (program_limit_exceeded) for
+ * a value beyond the documented limits (validate.h).  Nothing here writes.
  */
 #include "postgres.h"
 
@@ -11,9 +13,42 @@
 #include "settings.h"
 
 #include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include <limits.h>
 
 PG_FUNCTION_INFO_V1(sched_check_labels);
+PG_FUNCTION_INFO_V1(sched_check_name);
+PG_FUNCTION_INFO_V1(sched_check_versions);
+PG_FUNCTION_INFO_V1(sched_check_time_sql);
+
+void
+sched_check_name_length(const char *value, const char *parameter)
+{
+	size_t		len = strlen(value);
+
+	if (len > SCHED_MAX_NAME_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"%s\" is too long: %zu bytes", parameter, len),
+				 errdetail("The limit is %d bytes.", SCHED_MAX_NAME_BYTES)));
+}
+
+void
+sched_check_time(TimestampTz t, const char *parameter)
+{
+	/* 1900-01-01 and 10000-01-01 00:00 UTC, in microseconds since 2000-01-01 */
+	const TimestampTz lowest = -INT64CONST(3155673600000000);
+	const TimestampTz beyond = INT64CONST(252455616000000000);
+
+	if (TIMESTAMP_NOT_FINITE(t) || t < lowest || t >= beyond)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_FIELD_OVERFLOW),
+				 errmsg("parameter \"%s\" is out of range: %s", parameter, timestamptz_to_str(t)),
+				 errdetail("Times must be finite, from 1900-01-01 to 9999-12-31 UTC.")));
+}
 
 void
 sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out)
@@ -39,12 +74,26 @@ sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out
 				 errhint("Pass labels like '{\"tier\": \"fast\"}'.")));
 	}
 
+	if (parameter != NULL && JB_ROOT_COUNT(labels) > SCHED_MAX_LABELS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"%s\" has too many labels: %d", parameter,
+						(int) JB_ROOT_COUNT(labels)),
+				 errdetail("The limit is %d labels.", SCHED_MAX_LABELS)));
 	out->items = palloc(sizeof(SchedLabel) * Max(JB_ROOT_COUNT(labels), 1));
 	it = JsonbIteratorInit(&labels->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		if (tok == WJB_KEY)
+		{
+			if (parameter != NULL && v.val.string.len > SCHED_MAX_LABEL_KEY_BYTES)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("parameter \"%s\" has a label key of %d bytes", parameter,
+								v.val.string.len),
+						 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_KEY_BYTES)));
 			key = pnstrdup(v.val.string.val, v.val.string.len);
+		}
 		else if (tok == WJB_VALUE)
 		{
 			if (v.type != jbvString)
@@ -57,6 +106,12 @@ sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out
 						 errdetail("The value of label \"%s\" is not a string.", key),
 						 errhint("Quote the value: '{\"%s\": \"...\"}'.", key)));
 			}
+			if (parameter != NULL && v.val.string.len > SCHED_MAX_LABEL_VALUE_BYTES)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("parameter \"%s\" has a value of %d bytes for label \"%s\"",
+								parameter, v.val.string.len, key),
+						 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_VALUE_BYTES)));
 			out->items[n].key = key;
 			out->items[n].value = pnstrdup(v.val.string.val, v.val.string.len);
 			n++;
@@ -126,6 +181,71 @@ sched_check_labels(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 }
 
+/* sched._check_name(value text, parameter text) → value: the length limit, for the
+ * PL/pgSQL functions. */
+Datum
+sched_check_name(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	sched_check_name_length(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+							text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
+
+/* sched._check_versions(versions text[]) → versions: a worker's capability versions are
+ * a one-dimensional array of 1 to SCHED_MAX_VERSIONS non-empty names within the name
+ * limit. */
+Datum
+sched_check_versions(PG_FUNCTION_ARGS)
+{
+	ArrayType  *a;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			i;
+
+	sched_check_not_null(fcinfo, 0, "capability_versions");
+	a = PG_GETARG_ARRAYTYPE_P(0);
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"capability_versions\" must be a one-dimensional array"),
+				 errdetail("Got %d dimensions.", ARR_NDIM(a))));
+	deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"capability_versions\" must not be empty")));
+	if (n > SCHED_MAX_VERSIONS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"capability_versions\" has too many versions: %d", n),
+				 errdetail("The limit is %d versions.", SCHED_MAX_VERSIONS)));
+	for (i = 0; i < n; i++)
+	{
+		char	   *v;
+
+		if (nulls[i] || VARSIZE_ANY_EXHDR(DatumGetPointer(elems[i])) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("parameter \"capability_versions\" must not contain NULL or empty versions")));
+		v = TextDatumGetCString(elems[i]);
+		sched_check_name_length(v, "capability_versions");
+	}
+	PG_RETURN_POINTER(a);
+}
+
+/* sched._check_time(value timestamptz, parameter text) → value: the range of times. */
+Datum
+sched_check_time_sql(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
+
 void
 sched_check_not_null(FunctionCallInfo fcinfo, int argno, const char *parameter)
 {
@@ -146,6 +266,7 @@ required_text(FunctionCallInfo fcinfo, int argno, const char *parameter)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("parameter \"%s\" must not be empty", parameter)));
+	sched_check_name_length(s, parameter);
 	return s;
 }
 
@@ -177,6 +298,22 @@ sched_placement_set_clock(SchedPlacementArgs *args, TimestampTz at, Interval *tt
 				 errmsg("parameter \"heartbeat_ttl\" must be positive: %s",
 						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl)))),
 				 errhint("Pass NULL to use the setting sched.heartbeat_ttl.")));
+	if (ttl != NULL && (ttl->month != 0 || ttl->day != 0 ||
+						ttl->time > (int64) INT_MAX * USECS_PER_SEC))
+	{
+		/* months and days are not a fixed length: compare the whole in seconds */
+		double		secs = DatumGetFloat8(DirectFunctionCall2(interval_part,
+															  CStringGetTextDatum("epoch"),
+															  IntervalPGetDatum(ttl)));
+
+		if (secs > (double) INT_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("parameter \"heartbeat_ttl\" is too long: %s",
+							DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(ttl)))),
+					 errdetail("The limit is %d s, as for sched.heartbeat_ttl.", INT_MAX)));
+	}
+	sched_check_time(at, "at");
 	if (effective == NULL)
 	{
 		effective = palloc0(sizeof(Interval));
@@ -217,6 +354,7 @@ sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("parameter \"node_id\" must not be empty"),
 					 errhint("Pass NULL for a request that is not pinned to a node.")));
+		sched_check_name_length(p->pin_node_id, "node_id");
 	}
 	sched_check_not_null(fcinfo, 12, "at");
 	sched_placement_set_clock(out, PG_GETARG_TIMESTAMPTZ(12),

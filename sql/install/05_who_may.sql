@@ -26,8 +26,9 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'sched_require_tenant_access_sql'
 LANGUAGE C STABLE;
 
-/* Returns when `at` is not in the future or the caller is sched_admin; else 22023 naming
- * the parameter (a later time would stretch the lease or heartbeat TTL). */
+/* Returns when `at` is within the range of times (else 22008) and not in the future or
+ * the caller is sched_admin (else 22023), naming the parameter: a later time would
+ * stretch the lease or heartbeat TTL. */
 CREATE OR REPLACE FUNCTION sched._check_at(at timestamptz, parameter text)
 RETURNS void
 AS 'MODULE_PATHNAME', 'sched_check_at_sql'

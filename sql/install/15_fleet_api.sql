@@ -94,7 +94,7 @@ $$;
  * like every other call for it, is refused (42501) to roles that are not its members,
  * except sched_admin.  A worker from before 0.2.0 (owned by no role) belongs to the
  * role of its next registration.
- * Locks: the node row (FOR SHARE: a drain cannot interleave), then the worker row.
+ * Locks: the worker row, then the node row (FOR SHARE: a drain cannot interleave).
  */
 CREATE OR REPLACE FUNCTION sched.register_worker(
     node_id text,
@@ -109,35 +109,29 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     existing sched.worker;
+    registered boolean;
     result sched.registration;
 BEGIN
     PERFORM sched._require_text(node_id, 'node_id');
     PERFORM sched._require_text(capability, 'capability');
-    PERFORM sched._require(capability_versions, 'capability_versions');
-    IF cardinality(capability_versions) = 0 THEN
-        RAISE EXCEPTION 'parameter "capability_versions" must not be empty'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF array_position(capability_versions, NULL) IS NOT NULL
-       OR array_position(capability_versions, '') IS NOT NULL THEN
-        RAISE EXCEPTION 'parameter "capability_versions" must not contain NULL or empty versions'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    PERFORM sched._check_versions(capability_versions);
     PERFORM sched._require(slots, 'slots');
     PERFORM sched._check_nonnegative(slots, 'slots');
     PERFORM sched._require(at, 'at');
     PERFORM sched._check_at(at, 'at');
 
+    -- the worker row, then its node (the order of src/reservation.c, which finish and
+    -- reap keep too: the other way round, a registration deadlocked with them)
+    SELECT * INTO existing FROM sched.worker w
+     WHERE w.node_id = register_worker.node_id AND w.capability = register_worker.capability
+     FOR UPDATE;
+    registered := FOUND;
     PERFORM 1 FROM sched.node n WHERE n.node_id = register_worker.node_id FOR SHARE;
     IF NOT FOUND THEN
         PERFORM sched._unknown('node', node_id);
     END IF;
 
-    SELECT * INTO existing FROM sched.worker w
-     WHERE w.node_id = register_worker.node_id AND w.capability = register_worker.capability
-     FOR UPDATE;
-
-    IF FOUND THEN
+    IF registered THEN
         IF existing.registered_by IS NOT NULL THEN
             PERFORM sched._require_worker_access(existing.worker_id, existing.registered_by);
         END IF;

@@ -81,7 +81,8 @@ $$;
  * available_at, which is also its queued_at (backoffs move available_at only).  payload
  * is the application's: stored as given, carried by retries and by the START command.
  * A fenced tenant (set_tenant_owner) takes work only from members of its owner and
- * sched_admin (42501 otherwise, and nothing is written).
+ * sched_admin (42501 otherwise, and nothing is written).  A closed execution takes no
+ * new request (55000), and every request of an execution has the execution's tenant.
  * Locks: the execution row (FOR SHARE, so cancel/complete cannot interleave).
  */
 CREATE OR REPLACE FUNCTION sched.submit(
@@ -113,6 +114,7 @@ DECLARE
     new_id bigint;
     fence regrole;
     execution_tenant text;
+    execution_status text;
 BEGIN
     PERFORM sched._require(execution_id, 'execution_id');
     PERFORM sched._require(step_id, 'step_id');
@@ -146,21 +148,29 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM sched._require(available_at, 'available_at');
+    PERFORM sched._check_time(available_at, 'available_at');
 
     -- the fence of the tenant named, and of the tenant of the execution if it exists
     SELECT t.owner INTO fence FROM sched.tenant t WHERE t.tenant = submit.tenant;
     PERFORM sched._require_tenant_access(tenant, fence);
-    SELECT e.tenant, t.owner INTO execution_tenant, fence
+    SELECT e.tenant, t.owner, e.status INTO execution_tenant, fence, execution_status
       FROM sched.execution e LEFT JOIN sched.tenant t ON t.tenant = (e.tenant COLLATE "C")
      WHERE e.execution_id = submit.execution_id;
     IF FOUND THEN
         PERFORM sched._require_tenant_access(execution_tenant, fence);
+        IF execution_tenant <> tenant THEN
+            RAISE EXCEPTION 'parameter "tenant" ("%") is not the tenant of execution % ("%")',
+                tenant, execution_id, execution_tenant
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Every step of an execution belongs to the tenant of its first submit.';
+        END IF;
     END IF;
 
     INSERT INTO sched.execution AS e (execution_id, tenant, status, created_at, updated_at)
     VALUES (submit.execution_id, submit.tenant, 'QUEUED', now(), now())
     ON CONFLICT ON CONSTRAINT execution_pkey DO NOTHING;
-    PERFORM 1 FROM sched.execution e WHERE e.execution_id = submit.execution_id FOR SHARE;
+    SELECT e.status INTO execution_status FROM sched.execution e
+     WHERE e.execution_id = submit.execution_id FOR SHARE;
 
     SELECT * INTO existing FROM sched.request r
      WHERE r.step_id = submit.step_id AND r.attempt_number = submit.attempt_number;
@@ -171,6 +181,11 @@ BEGIN
                 USING ERRCODE = 'unique_violation';
         END IF;
         RETURN existing.request_id;
+    END IF;
+    IF execution_status NOT IN ('CREATED', 'QUEUED', 'RUNNING') THEN
+        RAISE EXCEPTION 'execution % is already closed as %', execution_id, execution_status
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'A closed execution takes no more work: submit into a new execution.';
     END IF;
 
     INSERT INTO sched.request AS r (

@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(746);
+SELECT plan(762);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -208,6 +208,9 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched._caller()', NULL, $$SELECT sched._caller()$$, NULL),
   ('sched._check_at(timestamptz,text)', NULL, $$SELECT sched._check_at(now(), 'at')$$, NULL),
   ('sched._check_labels(jsonb,text)', NULL, $$SELECT sched._check_labels('{}'::jsonb, 'labels')$$, NULL),
+  ('sched._check_name(text,text)', NULL, $$SELECT sched._check_name('a', 'x')$$, NULL),
+  ('sched._check_time(timestamptz,text)', NULL, $$SELECT sched._check_time(now(), 'at')$$, NULL),
+  ('sched._check_versions(text[])', NULL, $$SELECT sched._check_versions(ARRAY['v1'])$$, NULL),
   ('sched._check_nonnegative(bigint,text)', NULL, $$SELECT sched._check_nonnegative(1::bigint, 'x')$$, NULL),
   ('sched._check_one_of(text,text,text[])', NULL, $$SELECT sched._check_one_of('a', 'x', ARRAY['a'])$$, NULL),
   ('sched._dispatch_counters()', NULL, $$SELECT * FROM sched._dispatch_counters()$$, NULL),
@@ -631,9 +634,12 @@ SELECT is((SELECT state FROM ten_state), :'ten_before',
 
 -- sched_admin may
 SET ROLE t_admin;
+SELECT throws_ok($$SELECT sched.submit('b1000000-0000-4000-8000-0000000000e1', 'b1000000-0000-4000-8000-000000000055',
+                                       'ten-cap', '1.0', tenant => 'open')$$, '22023', NULL,
+                'not even sched_admin submits into an execution of tenant fenced naming another tenant: an execution has one tenant');
 SELECT lives_ok($$SELECT sched.submit('b1000000-0000-4000-8000-0000000000e1', 'b1000000-0000-4000-8000-000000000055',
-                                       'ten-cap', '1.0', tenant => 'open')$$,
-                'sched_admin submits into an execution of tenant fenced, naming another tenant');
+                                       'ten-cap', '1.0', tenant => 'fenced')$$,
+                'sched_admin submits into an execution of tenant fenced');
 SELECT lives_ok($$SELECT sched.submit('b1000000-0000-4000-8000-0000000000e4', 'b1000000-0000-4000-8000-000000000056',
                                        'ten-cap', '1.0', tenant => 'fenced')$$, 'sched_admin submits for tenant fenced');
 SELECT is(sched.cancel_execution('b1000000-0000-4000-8000-0000000000e4'), 'CANCELLED',
