@@ -29,6 +29,7 @@
 #include "access/xact.h"
 #include "commands/async.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/resowner.h"
@@ -849,8 +850,9 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 /*
  * Ends one expired attempt as LOST in a subtransaction of its own: true when it did.
  * An attempt whose rows another transaction holds is left for the next reap (false);
- * one whose end fails (a counter broken by a direct write, say) is rolled back alone,
- * with a WARNING, so one attempt never stops the reaping of the others.
+ * one whose end fails on its own data (a counter broken by a direct write, say: classes
+ * 22, 23, 40, 55) is rolled back alone, with a WARNING, so one attempt never stops the
+ * reaping of the others; any other error (a cancel, a shutdown) ends the call.
  */
 static bool
 reap_one(const AttemptRow *a, TimestampTz at)
@@ -878,6 +880,13 @@ reap_one(const AttemptRow *a, TimestampTz at)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(context);
 		CurrentResourceOwner = owner;
+		/* only what the attempt's own rows caused is passed over: a cancel, a shutdown,
+		 * a read-only transaction or a resource error ends the whole call */
+		if (ERRCODE_TO_CATEGORY(e->sqlerrcode) != ERRCODE_DATA_EXCEPTION &&
+			ERRCODE_TO_CATEGORY(e->sqlerrcode) != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION &&
+			ERRCODE_TO_CATEGORY(e->sqlerrcode) != ERRCODE_TRANSACTION_ROLLBACK &&
+			ERRCODE_TO_CATEGORY(e->sqlerrcode) != ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+			ReThrowError(e);
 		ereport(WARNING,
 				(errcode(e->sqlerrcode),
 				 errmsg("pg_sched: could not reap attempt %s: %s", sched_uuid_out(&a->attempt_id),
@@ -911,6 +920,7 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 	sched_check_time(PG_GETARG_TIMESTAMPTZ(0), "at");
 	at = PG_GETARG_TIMESTAMPTZ(0);
 	sched_check_at_not_future(at, "at");	/* it would expire leases before their time */
+	PreventCommandIfReadOnly("reap_expired");	/* a standby, or a read-only transaction */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	v[0] = TimestampTzGetDatum(at);

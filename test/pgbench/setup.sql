@@ -49,7 +49,7 @@ SELECT count(sched.register_worker(
 
 -- the queue
 SELECT count(sched.submit(
-           execution_id => md5('bench-execution-' || (i / 10))::uuid,
+           execution_id => md5('bench-execution-' || (i / 10) || '-' || (i % 4))::uuid,
            step_id => md5('bench-step-' || i)::uuid,
            capability => CASE WHEN i % 10 = 0 THEN 'train' ELSE 'build' END,
            capability_version => CASE WHEN i % 5 = 3 THEN '2.0' ELSE '1.0' END,

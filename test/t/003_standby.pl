@@ -129,7 +129,12 @@ my $EXEC_Q = 'e0000000-0000-4000-8000-000000000004';
 sub submit_q
 {
 	my ($name, $n, $args) = @_;
-	$req{$name} = p("SELECT sched.submit('$EXEC_Q', '50000000-0000-4000-8000-00000000020$n', $args)");
+	# one execution per tenant: every request of an execution has the execution's tenant
+	my ($tenant) = $args =~ /tenant => '(\w+)'/;
+	my $exec = $EXEC_Q;
+	$exec =~ s/4$/5/ if $tenant eq 'globex';
+	$exec =~ s/4$/6/ if $tenant eq 'initech';
+	$req{$name} = p("SELECT sched.submit('$exec', '50000000-0000-4000-8000-00000000020$n', $args)");
 }
 submit_q('example', 1, "'render', '1.0', tenant => 'acme', preferred_labels => '{\"tier\":\"fast\"}',"
 	  . " min_cpu_millis => 2000, available_at => " . at(-60));
@@ -231,7 +236,7 @@ my @writes = (
 	[ 'dispatch_attempt', "SELECT * FROM sched.dispatch_attempt($req{example}, at => $at)" ],
 	[ 'dispatch_next', "SELECT * FROM sched.dispatch_next(at => $at)" ],
 	[ 'claim_requests', "SELECT * FROM sched.claim_requests(at => $at)" ],
-	[ 'submit', "SELECT sched.submit('$EXEC_Q', '50000000-0000-4000-8000-000000000299', 'render', '1.0')" ],
+	[ 'submit', "SELECT sched.submit('$EXEC_Q', '50000000-0000-4000-8000-000000000299', 'render', '1.0', tenant => 'acme')" ],
 	[ 'upsert_node', "SELECT sched.upsert_node('node-z')" ],
 	[ 'reap_expired', "SELECT sched.reap_expired($at + interval '1 day')" ],
 );
