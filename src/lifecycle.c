@@ -815,6 +815,7 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 	sched_check_not_null(fcinfo, 1, "lease_version");
 	sched_check_not_null(fcinfo, 2, "outcome");
 	outcome = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	sched_check_name_length(outcome, "outcome");
 	if (outcome[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -826,8 +826,10 @@ sched_setting_seconds(PG_FUNCTION_ARGS)
 		PG_RETURN_FLOAT8(sched_starvation_after_s);
 	if (strcmp(name, "sched.aging_interval") == 0)
 		PG_RETURN_FLOAT8(sched_aging_interval_s);
+	sched_check_name_length(name, "name");
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("\"%s\" is not a pg_sched duration setting", name)));
+			 errmsg("invalid value for parameter \"name\": \"%s\" is not a pg_sched duration setting", name),
+			 errhint("Pass one of sched.heartbeat_ttl, sched.lease_ttl, sched.retry_backoff_max, sched.unschedulable_backoff_max, sched.starvation_after, sched.aging_interval.")));
 	PG_RETURN_NULL();
 }

@@ -75,6 +75,7 @@ LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM sched._check_name(value, parameter);
     IF value IS NOT NULL AND NOT (value = ANY (allowed)) THEN
         RAISE EXCEPTION 'invalid value for parameter "%": "%"', parameter, value
             USING ERRCODE = 'invalid_parameter_value',

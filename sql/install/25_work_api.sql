@@ -137,6 +137,7 @@ BEGIN
     PERFORM sched._check_nonnegative(sched._require(reserve_cpu_millis, 'reserve_cpu_millis'), 'reserve_cpu_millis');
     PERFORM sched._check_nonnegative(sched._require(reserve_memory_mb, 'reserve_memory_mb'), 'reserve_memory_mb');
     PERFORM sched._check_nonnegative(sched._require(reserve_gpus, 'reserve_gpus'), 'reserve_gpus');
+    PERFORM sched._check_name(node_id, 'node_id');
     IF node_id = '' THEN
         RAISE EXCEPTION 'parameter "node_id" must not be empty'
             USING ERRCODE = 'invalid_parameter_value',

@@ -47,6 +47,10 @@ BEGIN
     IF at IS NULL THEN
         RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    IF NOT isfinite(at) OR at < '1900-01-01 00:00:00+00' OR at >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
+            DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
+    END IF;
     RETURN QUERY
 SELECT n.node_id,
        n.management_status,
@@ -86,6 +90,10 @@ BEGIN
     IF at IS NULL THEN
         RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    IF NOT isfinite(at) OR at < '1900-01-01 00:00:00+00' OR at >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
+            DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
+    END IF;
     RETURN QUERY
 SELECT r.request_id,
        r.tenant,
@@ -119,6 +127,10 @@ AS $$
 BEGIN
     IF at IS NULL THEN
         RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT isfinite(at) OR at < '1900-01-01 00:00:00+00' OR at >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
+            DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
     END IF;
     RETURN QUERY
 WITH waiting AS (
@@ -171,6 +183,10 @@ AS $$
 BEGIN
     IF at IS NULL THEN
         RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT isfinite(at) OR at < '1900-01-01 00:00:00+00' OR at >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
+            DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
     END IF;
     RETURN QUERY
 SELECT a.attempt_id, a.execution_id, a.step_id, a.attempt_number, a.tenant, a.node_id,
@@ -271,6 +287,10 @@ BEGIN
     END IF;
     IF at IS NULL THEN
         RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT isfinite(at) OR at < '1900-01-01 00:00:00+00' OR at >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
+            DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
     END IF;
     SELECT * INTO r FROM sched.request x WHERE x.request_id = explain.request_id;
     IF NOT FOUND THEN
