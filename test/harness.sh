@@ -197,6 +197,11 @@ suite_e2e() {
     bash test/e2e/python.sh
 }
 
+suite_hostile() {
+    # every public function called with generated hostile input (test/hostile)
+    bash test/hostile/run.sh
+}
+
 suite_tap() {
     local files=(test/t/*.pl)
     [ -e "${files[0]}" ] || { echo "no Perl TAP files"; return 1; }
@@ -207,9 +212,11 @@ suite_tap() {
     # unprivileged user, with their scratch files in $tapdir, and from a copy of the test
     # files there: the checkout may be a directory that user cannot read.
     cp "${files[@]}" "$tapdir/t/"
+    cp test/pgbench/invariants.sql "$tapdir/t/"     # the one invariant checker (006, 007)
     [ "$(id -u)" -eq 0 ] && chown -R "$RUN_USER" "$tapdir"
     (cd "$tapdir" && as_run_user env PATH="$PGBIN:$PATH" PERL5LIB="$PGXS_DIR/src/test/perl" \
         PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" TESTDIR="$tapdir" \
+        SCHED_INVARIANTS="$tapdir/t/invariants.sql" \
         PGHOST= PGPORT= PGUSER= PGDATABASE= \
         prove --timer t/*.pl)
 }
