@@ -14,8 +14,11 @@
  * Guarantees: one worker per database (each holds a session lock on its database in a
  * lock space of pg_sched's own, and a second one exits at once: a launcher restarted
  * after a crash cannot double them); each tick is one transaction, run at its interval
- * only (other wake-ups, such as a reload, do not tick); a tick that fails is logged and
- * rolled back, and the worker goes on at the next tick; a database without the
+ * only (other wake-ups, such as a reload, do not tick), on a schedule of their starts
+ * every 90% of the interval, so that an expired lease is reaped within one interval (a
+ * tick that leaves expired attempts whose rows were held is retried a few times, 20 ms
+ * apart); a tick that fails is logged and rolled back, and the worker goes on at the
+ * next tick; a database without the
  * extension is skipped quietly; nothing runs before recovery has finished, so a hot
  * standby never writes.  Without preloading, calling sched.reap_expired() from any
  * client (for example from cron) does the same work.
@@ -352,14 +355,16 @@ tick_role(void)
  * it: current and outer user both (so pg_sched's functions see sched_scheduler as their
  * caller too), and a transaction that fails falls back to it, not to the superuser.
  */
-static void
+static bool
 maintenance_tick(void)
 {
 	Oid			role = tick_role();
 	int			rc;
+	bool		left;
+	bool		isnull;
 
 	if (!OidIsValid(role))
-		return;
+		return false;
 	SetCurrentRoleId(role, false);
 
 	SetCurrentStatementStartTimestamp();
@@ -371,11 +376,19 @@ maintenance_tick(void)
 	rc = SPI_execute("SELECT sched.reap_expired(pg_catalog.now())", false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "pg_sched: reap_expired returned %s", SPI_result_code_string(rc));
+	/* expired attempts it passed over (their rows were held) or could not end */
+	rc = SPI_execute("SELECT EXISTS (SELECT 1 FROM sched.attempt a "
+					 " WHERE a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
+					 "   AND a.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now())", true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "pg_sched: the check for expired attempts returned %s", SPI_result_code_string(rc));
+	left = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_stat(false);
 	pgstat_report_activity(STATE_IDLE, NULL);
+	return left;
 }
 
 /* The objsubid (advisory lock tag field 4) of the per-database maintenance lock: no
@@ -383,15 +396,17 @@ maintenance_tick(void)
 #define SCHED_MAINTENANCE_LOCK_SPACE 0x534D
 
 /* One tick, whatever happens in it: an error is logged and rolled back, and the worker
- * goes on (a FATAL, such as a shutdown request, still ends it). */
-static void
+ * goes on (a FATAL, such as a shutdown request, still ends it).  Returns whether
+ * expired attempts are left (false after an error). */
+static bool
 maintenance_tick_guarded(void)
 {
 	MemoryContext context = CurrentMemoryContext;
+	volatile bool left = false;
 
 	PG_TRY();
 	{
-		maintenance_tick();
+		left = maintenance_tick();
 	}
 	PG_CATCH();
 	{
@@ -407,7 +422,22 @@ maintenance_tick_guarded(void)
 						sched_maintenance_interval_s)));
 	}
 	PG_END_TRY();
+	return left;
 }
+
+/* The period of the ticks: 90% of sched.maintenance_interval, so that a lease that
+ * expires just after a tick is reaped within one interval, with a tenth of it to spare
+ * for the tick itself and for retries of attempts whose rows were held. */
+static int64
+tick_period_us(void)
+{
+	return (int64) sched_maintenance_interval_s * USECS_PER_SEC * 9 / 10;
+}
+
+/* Retries of a tick that left expired attempts (held by a dispatch or a finish for a
+ * moment): at most this many, this far apart, within the tick's period. */
+#define TICK_RETRIES 5
+#define TICK_RETRY_MS 20L
 
 void
 sched_maintenance_main(Datum arg)
@@ -439,7 +469,7 @@ sched_maintenance_main(Datum arg)
 	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	elog(LOG, "pg_sched maintenance worker started for database \"%s\"", db);
 
-	next_tick = GetCurrentTimestamp() + (int64) sched_maintenance_interval_s * USECS_PER_SEC;
+	next_tick = GetCurrentTimestamp() + tick_period_us();
 	for (;;)
 	{
 		long		wait_ms;
@@ -456,12 +486,25 @@ sched_maintenance_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			/* a shorter interval takes effect from now, not after the old one */
-			next_tick = Min(next_tick, GetCurrentTimestamp() +
-							(int64) sched_maintenance_interval_s * USECS_PER_SEC);
+			next_tick = Min(next_tick, GetCurrentTimestamp() + tick_period_us());
 		}
 		if (GetCurrentTimestamp() < next_tick)
 			continue;			/* woken early (a reload, a signal): not a tick */
-		maintenance_tick_guarded();
-		next_tick = GetCurrentTimestamp() + (int64) sched_maintenance_interval_s * USECS_PER_SEC;
+		{
+			int			retries = 0;
+
+			while (maintenance_tick_guarded() && retries++ < TICK_RETRIES &&
+				   GetCurrentTimestamp() + TICK_RETRY_MS * 1000 < next_tick + tick_period_us())
+			{
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 TICK_RETRY_MS, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
+		}
+		/* on the schedule of the ticks' starts, not their ends; behind it, from now */
+		next_tick += tick_period_us();
+		if (next_tick < GetCurrentTimestamp())
+			next_tick = GetCurrentTimestamp() + tick_period_us();
 	}
 }
