@@ -3,8 +3,13 @@
 # Newcomer targets (they install what is missing, then build, install and run on a
 # throwaway cluster; see test/harness.sh):
 #   make demo    the seed's example fleet plus generated nodes, a burst of dispatches
-#   make test    every suite: unit, pg_regress, isolation, pgTAP (pg_prove), Perl TAP
+#   make test    every suite: unit (also under ASan/UBSan, and a short fuzz), pg_regress,
+#                isolation, pgTAP, pgbench, upgrade, hostile input, e2e, a short soak,
+#                Perl TAP (restarts, crashes, failover, the maintenance worker)
 #   make deps    only the Debian packages
+# Long runs, each on what it starts itself:
+#   make soak     16 clients x 120 s of the full mix    make fuzz      libFuzzer, 10M runs
+#   make valgrind pg_regress on a server under valgrind make sqlsmith  10 min of sqlsmith
 
 EXTENSION  = pg_sched
 EXTVERSION = $(shell sed -n "s/^default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" $(EXTENSION).control)
@@ -59,8 +64,8 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: $(INSTALL_PIECES)
 sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql: $(UPGRADE_PIECES)
 	cat $(UPGRADE_PIECES) >$@
 
-.PHONY: test demo deps bench unit
-test demo deps bench:
+.PHONY: test demo deps bench unit soak fuzz valgrind sqlsmith
+test demo deps bench soak fuzz valgrind sqlsmith:
 	@bash test/harness.sh $@
 
 # The pure placement core, outside the server: unit tests (no PostgreSQL needed).

@@ -3,9 +3,15 @@
 #
 #   harness.sh deps                 install the Debian packages that are missing
 #   harness.sh test [SUITE...]      deps, build, install, throwaway cluster, suites
-#                                   (unit regress pgtap pgbench upgrade e2e tap; default all)
+#                                   (unit sanitize fuzz regress pgtap pgbench upgrade hostile
+#                                   e2e soak tap; default all)
 #   harness.sh demo                 deps, build, install, throwaway cluster, demo/demo.sql
 #   harness.sh bench                deps, build, install, throwaway cluster, bench/run.sh
+#   harness.sh soak | fuzz | valgrind | sqlsmith
+#                                   the long runs (each starts what it needs): the soak
+#                                   (16 clients x 120 s), the libFuzzer targets (10
+#                                   million executions), pg_regress under valgrind,
+#                                   sqlsmith for 10 minutes
 #   harness.sh up | down [NAME]     create (wiping $SCHED_TMP/NAME, default dev) / stop a
 #                                   cluster and leave it (for development); `up` writes
 #                                   $SCHED_TMP/env to source (PGHOST, PGPORT, PGUSER)
@@ -37,8 +43,9 @@ log() { printf '\n=== %s\n' "$*"; }
 
 deps() {
     [ -n "${SCHED_NO_BUILD:-}" ] && [ $# -eq 0 ] && return 0
-    local pkgs=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
-                libtap-parser-sourcehandler-pgtap-perl libipc-run-perl python3-psycopg "$@")
+    local pkgs=(make gcc clang libclang-rt-dev postgresql-15 postgresql-server-dev-15
+                postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl
+                python3-psycopg "$@")
     local missing=() p
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -197,6 +204,21 @@ suite_e2e() {
     bash test/e2e/python.sh
 }
 
+suite_sanitize() {
+    # the placement core's unit tests and fuzz harness under ASan and UBSan
+    bash test/unit/sanitize.sh
+}
+
+suite_fuzz() {
+    # the libFuzzer targets of the placement core, short form (make fuzz: the long one)
+    bash test/unit/fuzz.sh short
+}
+
+suite_soak() {
+    # the soak mix on its own cluster, short form (make soak: 16 clients x 120 s)
+    SOAK_SECONDS=${SOAK_SECONDS:-30} bash test/soak/run.sh
+}
+
 suite_hostile() {
     # every public function called with generated hostile input (test/hostile)
     bash test/hostile/run.sh
@@ -243,7 +265,9 @@ case "$cmd" in
         build_install
         trap remove_cluster EXIT
         start_cluster test "fsync = off"
-        if [ $# -eq 0 ]; then set -- unit regress pgtap pgbench upgrade e2e tap; fi
+        if [ $# -eq 0 ]; then
+            set -- unit sanitize fuzz regress pgtap pgbench upgrade hostile e2e soak tap
+        fi
         run_suites "$@"
         ;;
     demo)
@@ -253,6 +277,26 @@ case "$cmd" in
         start_cluster demo
         psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE sched_demo" >/dev/null
         psql -X -v ON_ERROR_STOP=1 -d sched_demo -f demo/demo.sql
+        ;;
+    soak)
+        # the long soak: 16 clients x 120 s on its own cluster, report in test/RESULTS.md's form
+        deps
+        build_install
+        SOAK_SECONDS=${SOAK_SECONDS:-120} bash test/soak/run.sh
+        ;;
+    fuzz)
+        deps
+        bash test/unit/fuzz.sh long
+        ;;
+    valgrind)
+        deps valgrind
+        build_install
+        bash test/valgrind/run.sh
+        ;;
+    sqlsmith)
+        deps sqlsmith
+        build_install
+        bash test/sqlsmith/run.sh
         ;;
     bench)
         deps gnuplot-nox
@@ -287,7 +331,7 @@ case "$cmd" in
         stop_cluster
         ;;
     *)
-        echo "usage: $0 deps|test [suite...]|demo|bench|up [name]|start [name]|down [name]" >&2
+        echo "usage: $0 deps|test [suite...]|demo|bench|soak|fuzz|valgrind|sqlsmith|up [name]|start [name]|down [name]" >&2
         exit 2
         ;;
 esac

@@ -21,9 +21,12 @@
 #   4. invariants.sql: no worker above its slots, no node above its capacity, counters
 #      equal to the sums over live attempts (also the tenants' fair-share counters), one attempt and one request per (step,
 #      attempt number), every request in exactly one state with exactly one attempt when
-#      DISPATCHED and none otherwise, attempts and commands referencing existing rows,
-#      one START command and one selection milestone per attempt, every placement
-#      admissible; plus: slots were reused (more attempts than
+#      DISPATCHED and none otherwise, every step exactly pending, live or terminal and
+#      consistent with its execution, every execution's status consistent, attempts
+#      referencing existing rows, no orphan command (its attempt and worker exist, and it
+#      is for its attempt's worker session) and no orphan milestone (its execution and
+#      attempt exist), one START command and one selection milestone per attempt, every
+#      placement admissible; plus: slots were reused (more attempts than
 #      slots), so the check exercised release and re-reservation;
 #   5. self-test: each invariant must fail on a state corrupted on purpose (constraints
 #      dropped, one row changed, in a transaction that is rolled back); a check that
@@ -117,6 +120,7 @@ live_worker="(SELECT worker_id FROM sched.worker WHERE live_attempts > 0 ORDER B
 busy_node="(SELECT node_id FROM sched.node WHERE reserved_cpu_millis > 0 ORDER BY node_id LIMIT 1)"
 ended_attempt="(SELECT attempt_id FROM sched.attempt WHERE status = 'SUCCEEDED' ORDER BY attempt_id LIMIT 1)"
 pending_request="(SELECT min(request_id) FROM sched.request WHERE state = 'PENDING')"
+live_attempt="(SELECT attempt_id FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING') ORDER BY attempt_id LIMIT 1)"
 declare -A corrupt=(
     [worker_live_attempts_within_slots]="UPDATE sched.worker SET slots = live_attempts - 1 WHERE worker_id = $live_worker"
     [node_reservations_within_capacity]="UPDATE sched.node SET cpu_millis = reserved_cpu_millis - 1 WHERE node_id = $busy_node"
@@ -130,7 +134,13 @@ declare -A corrupt=(
     [dispatched_request_has_one_attempt]="UPDATE sched.request SET state = 'DISPATCHED' WHERE request_id = $pending_request"
     [undispatched_request_has_no_attempt]="UPDATE sched.request SET state = 'CANCELLED' WHERE attempt_id = $ended_attempt"
     [attempt_has_dispatched_request]="UPDATE sched.request SET state = 'PENDING' WHERE attempt_id = $ended_attempt"
-    [attempt_and_command_references_exist]="UPDATE sched.attempt SET worker_id = gen_random_uuid() WHERE attempt_id = $ended_attempt"
+    [attempt_references_exist]="UPDATE sched.attempt SET worker_id = gen_random_uuid() WHERE attempt_id = $ended_attempt"
+    [step_in_exactly_one_state]="CREATE TEMP TABLE x AS SELECT * FROM sched.request WHERE request_id = (SELECT request_id FROM sched.attempt WHERE attempt_id = $live_attempt); UPDATE x SET request_id = nextval('sched.request_id_seq'), attempt_number = attempt_number + 1, state = 'PENDING', attempt_id = NULL; ALTER TABLE x DROP COLUMN shape; INSERT INTO sched.request SELECT * FROM x"
+    [step_state_matches_execution]="UPDATE sched.execution SET status = 'SUCCEEDED', finished_at = now() WHERE execution_id = (SELECT execution_id FROM sched.attempt WHERE attempt_id = $live_attempt)"
+    [execution_state_consistent]="UPDATE sched.execution SET finished_at = now() WHERE execution_id = (SELECT execution_id FROM sched.request WHERE request_id = $pending_request)"
+    [no_orphan_command]="UPDATE sched.command SET attempt_id = gen_random_uuid() WHERE command_id = (SELECT min(command_id) FROM sched.command)"
+    [command_matches_its_attempt]="UPDATE sched.command SET worker_generation = worker_generation + 1 WHERE command_id = (SELECT min(command_id) FROM sched.command)"
+    [no_orphan_milestone]="UPDATE sched.timeline SET attempt_id = gen_random_uuid() WHERE timeline_id = (SELECT min(timeline_id) FROM sched.timeline WHERE attempt_id IS NOT NULL)"
     [attempt_has_one_start_command]="DELETE FROM sched.command WHERE kind = 'START' AND attempt_id = $ended_attempt"
     [attempt_has_selected_milestone]="DELETE FROM sched.timeline WHERE milestone_key LIKE 'step.worker.selected:%' AND attempt_id = $ended_attempt"
     [attempt_placement_admissible]="UPDATE sched.request SET required_labels = '{\"zone\":\"nowhere\"}' WHERE attempt_id = $ended_attempt"

@@ -1,9 +1,18 @@
--- invariants.sql — the state every reservation must leave behind (SPEC.md sections 2,
--- 5 and 6), checked after the pgbench run of concurrency.sh.  Each check is a query
--- returning one text line per violating row; all are run, each prints its count, and
--- the DO block raises (psql -v ON_ERROR_STOP=1 then exits non-zero) naming every check
--- that found a violation.  No transaction control here: concurrency.sh's self-test runs
--- this file inside BEGIN ... ROLLBACK after corrupting the state on purpose.
+-- invariants.sql — the state pg_sched must leave behind, whatever ran (CONTRACT sections
+-- 3, 8, 9, 10 and 11): capacity and counters, exactly once per (step, attempt number),
+-- every request, attempt, step and execution in exactly one consistent state, and no
+-- orphan rows.  Each check is a named query returning one text line per violating row;
+-- all are run, each prints its count, and the DO block raises (psql -v ON_ERROR_STOP=1
+-- then exits non-zero) naming every check that found a violation.  No transaction
+-- control here: concurrency.sh's self-test runs this file inside BEGIN ... ROLLBACK
+-- after corrupting the state on purpose, once per check.
+--
+-- Any suite may run it on its database, at any moment:
+--     psql -v ON_ERROR_STOP=1 -f test/pgbench/invariants.sql
+-- Each check is one statement, so it sees one snapshot; under load, run the file with
+-- PGOPTIONS='-c default_transaction_isolation=repeatable\ read' to have all the checks
+-- see the same one (test/soak does).  It reads only columns that 0.1.0 has too
+-- (test/upgrade runs it at 0.1.0).
 DO $invariants$
 DECLARE
     c record;
@@ -77,6 +86,65 @@ BEGIN
              WHERE status IS NULL
                 OR status NOT IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST')
                 OR (status IN ('DISPATCHED', 'RUNNING')) <> (finished_at IS NULL) $q$),
+        -- every submitted step is in exactly one of: pending (one PENDING or CLAIMED
+        -- request), live (one DISPATCHED or RUNNING attempt) or terminal (neither: its
+        -- latest request was cancelled, or dispatched and its attempt ended); what is
+        -- pending or live is the step's latest attempt number; a step is of one execution
+        ('step_in_exactly_one_state', $q$
+            SELECT format('step %s: %s open requests, %s live attempts, latest attempt number %s, open %s, live %s, %s executions',
+                          s.step_id, s.open, coalesce(l.live, 0), s.latest, s.open_n, l.live_n, s.executions)
+              FROM (SELECT r.step_id, count(*) FILTER (WHERE r.state IN ('PENDING', 'CLAIMED')) AS open,
+                           max(r.attempt_number) AS latest,
+                           max(r.attempt_number) FILTER (WHERE r.state IN ('PENDING', 'CLAIMED')) AS open_n,
+                           count(DISTINCT r.execution_id) AS executions
+                      FROM sched.request r GROUP BY r.step_id) s
+              LEFT JOIN (SELECT a.step_id, count(*) AS live, max(a.attempt_number) AS live_n
+                           FROM sched.attempt a WHERE a.status IN ('DISPATCHED', 'RUNNING')
+                          GROUP BY a.step_id) l ON l.step_id = s.step_id
+             WHERE s.open + coalesce(l.live, 0) > 1
+                OR s.open_n <> s.latest OR l.live_n <> s.latest
+                OR s.executions <> 1 $q$),
+        -- the step's state agrees with its execution's: a live attempt's execution is
+        -- not SUCCEEDED (complete_execution refuses), and if closed (CANCELLED, FAILED)
+        -- it sent the attempt a CANCEL; a step cancelled before dispatch is of a closed
+        -- execution; a step whose latest attempt FAILED or was LOST and that was not
+        -- requeued is of a FAILED or CANCELLED execution (an open one requeues it).
+        -- (A pending step may be of a closed execution: cancel_execution passes over a
+        -- request a dispatcher holds, and a dispatch cancels it later, EXECUTION_CLOSED.)
+        ('step_state_matches_execution', $q$
+            SELECT format('step %s attempt %s (request %s %s, attempt %s %s): execution %s is %s',
+                          st.step_id, st.attempt_number, st.request_id, st.state, a.attempt_id,
+                          coalesce(a.status, '-'), st.execution_id, coalesce(e.status, 'missing'))
+              FROM (SELECT DISTINCT ON (r.step_id) r.step_id, r.attempt_number, r.request_id,
+                           r.state, r.execution_id
+                      FROM sched.request r ORDER BY r.step_id, r.attempt_number DESC) st
+              LEFT JOIN sched.attempt a ON a.request_id = st.request_id
+              LEFT JOIN sched.execution e ON e.execution_id = st.execution_id
+             WHERE e.execution_id IS NULL
+                OR (a.status IN ('DISPATCHED', 'RUNNING')
+                    AND (e.status = 'SUCCEEDED'
+                         OR (e.status IN ('CANCELLED', 'FAILED')
+                             AND NOT EXISTS (SELECT 1 FROM sched.command c
+                                              WHERE c.attempt_id = a.attempt_id AND c.kind = 'CANCEL'))))
+                OR (st.state = 'CANCELLED' AND e.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
+                OR (st.state = 'DISPATCHED' AND a.status IN ('FAILED', 'LOST')
+                    AND e.status NOT IN ('FAILED', 'CANCELLED')) $q$),
+        -- an execution is closed exactly when it has finished_at; QUEUED (or CREATED)
+        -- until an attempt of it starts, RUNNING only once one has; it has a step
+        ('execution_state_consistent', $q$
+            SELECT format('execution %s: status %s, finished_at %s, started attempts %s, requests %s',
+                          e.execution_id, coalesce(e.status, 'NULL'), e.finished_at, x.started, x.requests)
+              FROM sched.execution e
+              CROSS JOIN LATERAL (
+                  SELECT (SELECT count(*) FROM sched.attempt a
+                           WHERE a.execution_id = e.execution_id AND a.started_at IS NOT NULL) AS started,
+                         (SELECT count(*) FROM sched.request r WHERE r.execution_id = e.execution_id) AS requests) x
+             WHERE e.status IS NULL
+                OR e.status NOT IN ('CREATED', 'QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED')
+                OR (e.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')) <> (e.finished_at IS NOT NULL)
+                OR (e.status IN ('CREATED', 'QUEUED') AND x.started > 0)
+                OR (e.status = 'RUNNING' AND x.started = 0)
+                OR x.requests = 0 $q$),
         -- a DISPATCHED request has exactly one attempt, the one it names
         ('dispatched_request_has_one_attempt', $q$
             SELECT format('request %s (DISPATCHED): %s attempts, attempt_id %s',
@@ -99,19 +167,55 @@ BEGIN
                 OR (r.step_id, r.attempt_number, r.execution_id)
                    IS DISTINCT FROM (a.step_id, a.attempt_number, a.execution_id) $q$),
         -- the rows a reservation ties together exist (the tables need not have foreign
-        -- keys): an attempt's execution, worker and node, a command's attempt and worker
-        ('attempt_and_command_references_exist', $q$
+        -- keys): an attempt's execution, worker and node
+        ('attempt_references_exist', $q$
             SELECT format('attempt %s: execution %s, worker %s, node %s', a.attempt_id,
                           a.execution_id, a.worker_id, a.node_id)
               FROM sched.attempt a
              WHERE NOT EXISTS (SELECT 1 FROM sched.execution e WHERE e.execution_id = a.execution_id)
                 OR NOT EXISTS (SELECT 1 FROM sched.worker w WHERE w.worker_id = a.worker_id)
-                OR NOT EXISTS (SELECT 1 FROM sched.node n WHERE n.node_id = a.node_id)
-            UNION ALL
-            SELECT format('command %s: attempt %s, worker %s', c.command_id, c.attempt_id, c.worker_id)
+                OR NOT EXISTS (SELECT 1 FROM sched.node n WHERE n.node_id = a.node_id) $q$),
+        -- no orphan command: its attempt and its worker exist
+        ('no_orphan_command', $q$
+            SELECT format('command %s (%s): attempt %s %s, worker %s %s', c.command_id, c.kind,
+                          c.attempt_id, CASE WHEN a.attempt_id IS NULL THEN 'missing' ELSE 'exists' END,
+                          c.worker_id, CASE WHEN w.worker_id IS NULL THEN 'missing' ELSE 'exists' END)
               FROM sched.command c
-             WHERE NOT EXISTS (SELECT 1 FROM sched.attempt a WHERE a.attempt_id = c.attempt_id)
-                OR NOT EXISTS (SELECT 1 FROM sched.worker w WHERE w.worker_id = c.worker_id) $q$),
+              LEFT JOIN sched.attempt a ON a.attempt_id = c.attempt_id
+              LEFT JOIN sched.worker w ON w.worker_id = c.worker_id
+             WHERE a.attempt_id IS NULL OR w.worker_id IS NULL $q$),
+        -- a command is for its attempt's worker session (worker, generation, lease,
+        -- request); a CANCEL is sent once per attempt, and only by closing its execution
+        ('command_matches_its_attempt', $q$
+            SELECT format('command %s (%s) of attempt %s: worker %s gen %s lease %s request %s; attempt: worker %s gen %s lease %s request %s, execution %s',
+                          c.command_id, c.kind, a.attempt_id, c.worker_id, c.worker_generation,
+                          c.lease_version, c.request_id, a.worker_id, a.worker_generation,
+                          a.lease_version, a.request_id, e.status)
+              FROM sched.command c
+              JOIN sched.attempt a ON a.attempt_id = c.attempt_id
+              LEFT JOIN sched.execution e ON e.execution_id = a.execution_id
+             WHERE (c.worker_id, c.worker_generation, c.lease_version, c.request_id)
+                   IS DISTINCT FROM (a.worker_id, a.worker_generation, a.lease_version, a.request_id)
+                OR (c.kind = 'CANCEL' AND e.status IS DISTINCT FROM 'CANCELLED' AND e.status IS DISTINCT FROM 'FAILED')
+                OR (c.kind = 'CANCEL' AND EXISTS (SELECT 1 FROM sched.command c2
+                                                   WHERE c2.attempt_id = c.attempt_id AND c2.kind = 'CANCEL'
+                                                     AND c2.command_id <> c.command_id)) $q$),
+        -- no orphan milestone: its execution exists, and its attempt_id (when set) is an
+        -- attempt of that execution, step and attempt number
+        ('no_orphan_milestone', $q$
+            SELECT format('milestone %s (%s) of execution %s (%s): attempt %s %s', t.timeline_id,
+                          t.milestone_key, t.execution_id,
+                          CASE WHEN e.execution_id IS NULL THEN 'missing' ELSE 'exists' END, t.attempt_id,
+                          CASE WHEN a.attempt_id IS NULL THEN 'missing'
+                               ELSE format('of execution %s step %s attempt %s', a.execution_id, a.step_id, a.attempt_number) END)
+              FROM sched.timeline t
+              LEFT JOIN sched.execution e ON e.execution_id = t.execution_id
+              LEFT JOIN sched.attempt a ON a.attempt_id = t.attempt_id
+             WHERE e.execution_id IS NULL
+                OR (t.attempt_id IS NOT NULL
+                    AND (a.attempt_id IS NULL
+                         OR (a.execution_id, a.step_id, a.attempt_number)
+                            IS DISTINCT FROM (t.execution_id, t.step_id, t.attempt_number))) $q$),
         -- SPEC 6: the attempt, its START command and its timeline milestone are written
         -- together
         ('attempt_has_one_start_command', $q$
@@ -128,7 +232,9 @@ BEGIN
                AND t.milestone_key = format('step.worker.selected:%s:%s', a.step_id, a.attempt_number)
              GROUP BY a.attempt_id HAVING count(t.*) <> 1 $q$),
         -- SPEC 3: every attempt went where admission allows it, reserving what its
-        -- request asked (static rules only: transient ones are covered above)
+        -- request asked (static rules only: transient ones are covered above).  The
+        -- worker's versions are checked only while its session is the one the attempt
+        -- was placed on: a registration may change them afterwards.
         ('attempt_placement_admissible', $q$
             SELECT format('attempt %s on %s/%s for request %s', a.attempt_id, a.node_id, a.worker_id, r.request_id)
               FROM sched.attempt a
@@ -137,7 +243,7 @@ BEGIN
               JOIN sched.node n ON n.node_id = a.node_id
              WHERE w.node_id <> a.node_id
                 OR w.capability <> r.capability
-                OR NOT (r.capability_version = ANY (w.capability_versions))
+                OR (w.generation = a.worker_generation AND NOT (r.capability_version = ANY (w.capability_versions)))
                 OR NOT (n.labels @> r.required_labels)
                 OR (r.node_id IS NOT NULL AND r.node_id <> a.node_id)
                 OR n.cpu_millis < greatest(r.min_cpu_millis, r.reserve_cpu_millis)
