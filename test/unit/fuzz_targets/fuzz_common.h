@@ -26,16 +26,17 @@
 #ifndef PG_SCHED_FUZZ_COMMON_H
 #define PG_SCHED_FUZZ_COMMON_H
 
-#define PG_SCHED_UNIT_NO_MAIN
-#include "test_placement.c"
-
-#include <stdarg.h>
-
+/* not every target uses every checker of the reference */
 #if defined(__clang__)
 #pragma clang diagnostic ignored "-Wunused-function"
 #elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wunused-function"
 #endif
+
+#define PG_SCHED_UNIT_NO_MAIN
+#include "test_placement.c"
+
+#include <stdarg.h>
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
