@@ -118,7 +118,9 @@ Datum
 sched_require_worker_access_sql(PG_FUNCTION_ARGS)
 {
 	if (PG_ARGISNULL(0))
-		elog(ERROR, "sched._require_worker_access: worker_id is NULL");
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("parameter \"worker_id\" must not be NULL")));
 	sched_require_worker_access(PG_GETARG_UUID_P(0), PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1));
 	PG_RETURN_VOID();
 }
@@ -128,7 +130,9 @@ Datum
 sched_require_tenant_access_sql(PG_FUNCTION_ARGS)
 {
 	if (PG_ARGISNULL(0))
-		elog(ERROR, "sched._require_tenant_access: tenant is NULL");
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("parameter \"tenant\" must not be NULL")));
 	sched_require_tenant_access(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 								PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1));
 	PG_RETURN_VOID();
@@ -140,7 +144,7 @@ sched_check_at_sql(PG_FUNCTION_ARGS)
 {
 	if (!PG_ARGISNULL(0))
 	{
-		char	   *parameter = text_to_cstring(PG_GETARG_TEXT_PP(1));
+		char	   *parameter = PG_ARGISNULL(1) ? "at" : text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 		sched_check_time(PG_GETARG_TIMESTAMPTZ(0), parameter);
 		sched_check_at_not_future(PG_GETARG_TIMESTAMPTZ(0), parameter);

@@ -189,7 +189,7 @@ sched_check_name(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	sched_check_name_length(text_to_cstring(PG_GETARG_TEXT_PP(0)),
-							text_to_cstring(PG_GETARG_TEXT_PP(1)));
+							PG_ARGISNULL(1) ? "value" : text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 }
 
@@ -242,7 +242,8 @@ sched_check_time_sql(PG_FUNCTION_ARGS)
 {
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	sched_check_time(PG_GETARG_TIMESTAMPTZ(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(0),
+					 PG_ARGISNULL(1) ? "value" : text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 }
 

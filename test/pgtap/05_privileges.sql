@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(762);
+SELECT plan(763);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -716,6 +716,47 @@ RESET ROLE;
 SELECT is(sched.setting_seconds('sched.lease_ttl'), 600::double precision, 'sched.lease_ttl is 600 s now');
 RESET sched.lease_ttl;
 RESET sched.notify_workers;
+
+-- ---------------------------------------------------------------------------------
+-- The internal helpers, called by their owner with a NULL in each argument: an answer or
+-- a clear error, never a crash (sqlsmith found _check_name(x, NULL) crashing the
+-- backend).  Each call is in a subtransaction: a crash would end the whole test.
+-- ---------------------------------------------------------------------------------
+DO $$
+DECLARE
+    f record;
+    i int;
+    args text[];
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure AS sig, p.proname, p.pronargs, p.proargtypes, p.prorettype
+               FROM pg_proc p
+              WHERE p.pronamespace = 'sched'::regnamespace AND p.proname LIKE '\_%'
+                AND p.prorettype <> 'trigger'::regtype AND p.pronargs > 0 LOOP
+        FOR i IN 0 .. f.pronargs - 1 LOOP
+            SELECT array_agg(CASE WHEN k = i THEN 'NULL::' || format_type(t, NULL)
+                                  ELSE CASE format_type(t, NULL)
+                                       WHEN 'text' THEN '''x'''
+                                       WHEN 'jsonb' THEN '''{}''::jsonb'
+                                       WHEN 'uuid' THEN '''00000000-0000-0000-0000-000000000000''::uuid'
+                                       WHEN 'timestamp with time zone' THEN 'now()'
+                                       WHEN 'regrole' THEN '''sched_admin''::regrole'
+                                       WHEN 'text[]' THEN 'ARRAY[''v1'']'
+                                       WHEN 'anyelement' THEN '1'
+                                       ELSE '1::' || format_type(t, NULL) END END ORDER BY k)
+              INTO args
+              FROM unnest(f.proargtypes::oid[]) WITH ORDINALITY u(t, k0), LATERAL (SELECT k0 - 1 AS k) z;
+            BEGIN
+                EXECUTE format('SELECT %s(%s)', 'sched.' || quote_ident(f.proname), array_to_string(args, ', '));
+            EXCEPTION WHEN OTHERS THEN
+                IF SQLSTATE = 'XX000' THEN
+                    RAISE EXCEPTION '% with NULL argument %: XX000 %', f.sig, i + 1, SQLERRM;
+                END IF;
+            END;
+        END LOOP;
+    END LOOP;
+END
+$$;
+SELECT pass('every internal helper called with a NULL in each argument answered or refused (no crash, no XX000)');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -28,10 +28,10 @@
 #   SQLSMITH_CATALOG=1 let sqlsmith query the catalogs too (default --exclude-catalog)
 #   SQLSMITH_KEEP=1    keep the temporary directory (kept anyway on failure)
 #
-# Reports: statements run (transactions in the database while sqlsmith ran, from
-# pg_stat_database: sqlsmith's, plus the maintenance worker's one a second), errors by SQLSTATE, errors raised in pg_sched's code by SQLSTATE,
-# crashes ("terminated by signal" in the server log).  Exit status non-zero on a crash,
-# a PANIC, or an XX000 raised in pg_sched (each printed with its statement).
+# Reports: statements run (sqlsmith's count), errors by SQLSTATE, errors raised in
+# pg_sched's code by SQLSTATE, crashes ("terminated by signal" in the server log, with
+# the statement the process was running).  Exit status non-zero on a crash, a PANIC, or
+# an XX000 raised in pg_sched (each printed with its statement).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -101,6 +101,7 @@ as_run_user "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust --encoding=UTF8 
     echo "log_error_verbosity = verbose"
     echo "log_line_prefix = '%m [%p] %e %u@%d '"
     echo "restart_after_crash = on"
+    echo "track_activity_query_size = '32kB'"   # the statement of a crashed process, whole
     echo "sched.databases = 'smith'"
     echo "sched.maintenance_interval = 1"
 } | as_run_user tee -a "$DATA/postgresql.conf" >/dev/null
@@ -111,10 +112,6 @@ log "cluster on 127.0.0.1:$PGPORT (data $DATA)"
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE smith"
 log "fleet and queue (test/sqlsmith/setup.sql)"
 psql -X -v ON_ERROR_STOP=1 -d smith -f "$WORK/setup.sql"
-
-stat() {
-    psql -X -At -d postgres -c "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'smith'"
-}
 
 case "$AS" in
     both) roles=(postgres sqlsmith_admin) ;;
@@ -127,11 +124,9 @@ per_role=$(( SECONDS_TOTAL / ${#roles[@]} ))
 catalog_opt=(--exclude-catalog)
 [ "${SQLSMITH_CATALOG:-}" = 1 ] && catalog_opt=()
 
-sleep 1   # let the statistics of the setup reach pg_stat_database
 declare -A ran
 for role in "${roles[@]}"; do
     log "sqlsmith as $role for $per_role s (seed $SEED)"
-    before=$(stat)
     t0=$(date +%s)
     rc=0
     timeout --signal=INT --kill-after=15 "$per_role" \
@@ -139,15 +134,10 @@ for role in "${roles[@]}"; do
                  "${catalog_opt[@]}" --seed="$SEED" --verbose \
         >"$WORK/sqlsmith-$role.out" 2>"$WORK/sqlsmith-$role.err" || rc=$?
     t1=$(date +%s)
-    # a backend's statistics reach pg_stat_database when it has exited: wait for that
-    for _ in $(seq 1 60); do
-        [ "$(psql -X -At -d postgres -c "SELECT count(*) FROM pg_stat_activity
-                                          WHERE datname = 'smith' AND usename = '$role'")" = 0 ] && break
-        sleep 1
-    done
-    sleep 1
-    after=$(stat)
-    ran[$role]=$(( after - before ))
+    # sqlsmith counts its statements ("queries: N" every 800 and when it stops); the
+    # server's pg_stat_database would not do: a crash resets the statistics
+    n=$(grep -aE '^queries: [0-9]+' "$WORK/sqlsmith-$role.err" | tail -n 1 | tr -dc '0-9')
+    ran[$role]=${n:-0}
     echo "sqlsmith as $role: exit $rc after $(( t1 - t0 )) s, ${ran[$role]} statements" \
          "($(( ${ran[$role]} / ( t1 - t0 > 0 ? t1 - t0 : 1 ) ))/s)"
     if [ $rc -ne 124 ] && [ $rc -ne 0 ] && [ $rc -ne 130 ]; then
@@ -171,32 +161,37 @@ files = set(l.strip() for l in open(filesfile) if l.strip())
 # "%m [%p] %e %u@%d LEVEL:  SQLSTATE: message" (verbose puts the SQLSTATE after the level)
 head = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \S+ \[(\d+)\] (\w{5}) (\S*) (ERROR|FATAL|PANIC|WARNING|LOG):  (?:\w{5}: )?(.*)$')
 loc = re.compile(r'^\d{4}-\d\d-\d\d \S+ \S+ \[\d+\] \w{5} \S* LOCATION:  (\S+), (\S+):(\d+)')
-stmt = re.compile(r'^\d{4}-\d\d-\d\d \S+ \S+ \[\d+\] \w{5} \S* STATEMENT:  (.*)$')
+more = re.compile(r'^\d{4}-\d\d-\d\d \S+ \S+ \[\d+\] \w{5} \S* (STATEMENT|DETAIL):  (.*)$')
 
+# events: ERROR/FATAL/PANIC/WARNING/LOG lines, each with its LOCATION, STATEMENT and
+# DETAIL (a crash's DETAIL is "Failed process was running: <statement>"); the lines of
+# a multi-line statement or detail follow without the prefix
 events = []
 cur = None
-in_stmt = False
+field = None
 stamp = re.compile(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d')
 for line in open(logfile, errors='replace'):
     if not stamp.match(line):
-        if in_stmt and cur is not None and len(cur['stmt']) < 20000:
-            cur['stmt'] += '\n' + line.rstrip('\n')     # a statement's further lines
+        if field is not None and cur is not None and len(cur[field]) < 20000:
+            cur[field] += '\n' + line.rstrip('\n')
         continue
-    in_stmt = False
+    field = None
     m = head.match(line)
     if m:
         cur = {'pid': m.group(1), 'state': m.group(2), 'who': m.group(3), 'level': m.group(4),
-               'msg': m.group(5), 'loc': None, 'stmt': None}
+               'msg': m.group(5), 'loc': None, 'stmt': None, 'detail': None}
         events.append(cur)
         continue
     m = loc.match(line)
     if m and cur is not None and cur['loc'] is None:
         cur['loc'] = (m.group(1), os.path.basename(m.group(2)), m.group(3))
         continue
-    m = stmt.match(line)
-    if m and cur is not None and cur['stmt'] is None:
-        cur['stmt'] = m.group(1)
-        in_stmt = True
+    m = more.match(line)
+    if m and cur is not None:
+        f = 'stmt' if m.group(1) == 'STATEMENT' else 'detail'
+        if cur[f] is None:
+            cur[f] = m.group(2)
+            field = f
 
 def ours(e):
     return e['loc'] is not None and e['loc'][1] in files and e['loc'][0] in syms
@@ -232,6 +227,7 @@ out.append('PANIC:                      %d' % len(panics))
 out.append('crashes (terminated by signal): %d' % len(crashes))
 for e in crashes[:10]:
     out.append('    ' + e['msg'][:300])
+    out.append('    ' + (e['detail'] or '?')[:3000].replace('\n', '\n    '))
 for e in xx_ours[:20]:
     out.append('\nXX000 in pg_sched: %s at %s (%s:%s)\n  statement: %s' % (e['msg'], e['loc'][0], e['loc'][1],
                                                                           e['loc'][2], (e['stmt'] or '?')[:2000]))
@@ -242,8 +238,8 @@ sys.exit(3 if (xx_ours or crashes or panics) else 0)
 PY
 
 for role in "${roles[@]}"; do
-    echo "sqlsmith ($role) says: $(grep -aE '^queries: ' "$WORK/sqlsmith-$role.err" | tail -n 1)," \
-         "$(grep -aE '^error rate: ' "$WORK/sqlsmith-$role.err" | tail -n 1) (it reports every few hundred)"
+    echo "sqlsmith as $role: ${ran[$role]} statements," \
+         "$(grep -aE '^error rate: ' "$WORK/sqlsmith-$role.err" | tail -n 1)"
 done
 echo "seed: $SEED (SQLSMITH_SEED=$SEED replays the query stream, given the same fleet)"
 if [ $scan_rc -ne 0 ]; then

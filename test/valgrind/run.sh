@@ -30,7 +30,7 @@
 # invalid accesses to malloc'd memory, uses of uninitialised values and syscalls given
 # uninitialised bytes are seen.  The logs are scanned by test/valgrind/scan_logs.py
 # (run it again on kept logs: python3 test/valgrind/scan_logs.py DIR/valgrind).
-# Time: about 30 minutes on 2 busy cores (regress ~11, isolation ~18).
+# Time on 2 cores: 22 min (pg_regress 8.4, isolation specs 13.9); 30 min when busy.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
