@@ -14,6 +14,12 @@ extern void sched_counters_shmem_attach(void *ptr, bool found);
 extern bool sched_counters_read(int64 *calls, int64 *placements, int64 *conflicts,
 								int64 *held_passed);
 
+/* The rows of sched.dispatch_stats (0 without preloading), and row i: the outcome, the
+ * reason (UNSCHEDULABLE only, else NULL), and the counters of the calls that had it. */
+extern int	sched_counters_kinds(void);
+extern void sched_counters_read_kind(int i, const char **outcome, const char **reason,
+									 int64 *calls, int64 *conflicts, int64 *held_passed);
+
 /* Adds a finished dispatch call's outcome and conflicts to the shared counters. */
 extern void sched_counters_add(const SchedDispatchResult *res);
 

@@ -126,7 +126,9 @@ SELECT sched.submit('ec000000-0000-0000-0000-000000000001', '5e000000-0000-0000-
                     available_at => '2024-05-01 10:00:00+00') AS r_s1b \gset
 SELECT status FROM sched.execution WHERE execution_id = 'ec000000-0000-0000-0000-000000000001';
 
--- dispatch S1 at 10:00:01: n1 (score 200 * 1000); W1 is notified at commit
+-- dispatch S1 at 10:00:01: n1 (score 200 * 1000); W1 is notified at commit (with
+-- sched.notify_workers on, for LISTEN users: off by default since 0.2.0)
+SET sched.notify_workers = on;
 LISTEN "sched_worker_00000000-0000-0000-0000-0000000000a1";
 BEGIN;
 SELECT outcome, node_id, worker_id, lease_version, score

@@ -264,6 +264,42 @@ sched_dispatch_counters(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 
+/* sched.dispatch_stats() → one row per outcome of dispatch calls (UNSCHEDULABLE by why
+ * it waits: waits_for_capacity, fits_nowhere, contention) with the calls that had it and
+ * their conflicts, since the server started; no rows without preloading (counters.c). */
+PG_FUNCTION_INFO_V1(sched_dispatch_stats);
+
+Datum
+sched_dispatch_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (i = 0; i < sched_counters_kinds(); i++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+		const char *outcome;
+		const char *reason;
+		int64		calls,
+					conflicts,
+					held_passed;
+
+		sched_counters_read_kind(i, &outcome, &reason, &calls, &conflicts, &held_passed);
+		values[0] = CStringGetTextDatum(outcome);
+		if (reason == NULL)
+			nulls[1] = true;
+		else
+			values[1] = CStringGetTextDatum(reason);
+		values[2] = Int64GetDatum(calls);
+		values[3] = Int64GetDatum(conflicts);
+		values[4] = Int64GetDatum(held_passed);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
 /* sched._fleet_mirror_stats(): this backend's fleet mirror (fleet_mirror.c). */
 PG_FUNCTION_INFO_V1(sched_fleet_mirror_stats);
 

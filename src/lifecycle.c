@@ -1,6 +1,6 @@
 /*
  * lifecycle.c — what happens to an attempt after its reservation: the worker protocol
- * (poll_commands, start_attempt, renew_lease, finish_attempt), leases and reaping
+ * (poll_commands, wait_commands, start_attempt, renew_lease, finish_attempt), leases and reaping
  * (reap_expired), the end of an attempt (release of its reservation, retry or failure
  * of the execution) and the close of an execution (complete_execution,
  * cancel_execution).
@@ -27,7 +27,7 @@
 #include <math.h>
 
 #include "access/xact.h"
-#include "commands/async.h"
+#include "access/xlog.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -40,8 +40,10 @@
 #include "settings.h"
 #include "spi_util.h"
 #include "validate.h"
+#include "wakeup.h"
 
 PG_FUNCTION_INFO_V1(sched_poll_commands);
+PG_FUNCTION_INFO_V1(sched_wait_commands);
 PG_FUNCTION_INFO_V1(sched_start_attempt);
 PG_FUNCTION_INFO_V1(sched_renew_lease);
 PG_FUNCTION_INFO_V1(sched_finish_attempt);
@@ -529,8 +531,7 @@ close_execution(const pg_uuid_t *execution_id, const char *status, TimestampTz a
 		v[4] = Int64GetDatum(a->request_id);
 		v[5] = TimestampTzGetDatum(at);
 		sched_spi_exec(&cancel_command, v, NULL, false, 0, SPI_OK_INSERT);
-		/* an empty payload: listeners learn nothing (see reservation.c) */
-		Async_Notify(psprintf("sched_worker_%s", sched_uuid_out(&a->worker_id)), "");
+		sched_wake_worker(&a->worker_id);
 		v[0] = UUIDPGetDatum(&a->worker_id);
 		detail = jsonb_of(&detail_cancel_sent, v, NULL);
 		key = psprintf("step.cancel.sent:%s:%d", sched_uuid_out(&a->step_id), a->attempt_number);
@@ -656,6 +657,75 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 /* ---- the SQL functions ---------------------------------------------------------------- */
 
 /*
+ * Refuses a caller who may not act for the worker (42501), an unknown worker (42704) and
+ * a generation that is not the current one (55000).  Inside SPI.
+ */
+static void
+check_worker_session(const pg_uuid_t *worker_id, int64 generation)
+{
+	Datum		v[1];
+	bool		isnull;
+	Datum		owner;
+	int64		current;
+
+	v[0] = UUIDPGetDatum(worker_id);
+	sched_spi_exec(&worker_generation, v, NULL, false, 0, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		unknown("worker", sched_uuid_out(worker_id));
+	owner = sched_spi_get(0, 2, &isnull);
+	sched_require_worker_access(worker_id, isnull ? InvalidOid : DatumGetObjectId(owner));
+	current = sched_spi_int64(0, 1);
+	if (current != generation)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stale generation " INT64_FORMAT " for worker %s", generation,
+						sched_uuid_out(worker_id)),
+				 errdetail("The current generation is " INT64_FORMAT ".", current)));
+}
+
+/*
+ * Delivers up to `max` commands of the worker's generation into the call's result set,
+ * marked delivered at `at`; how many.  check_worker_session() first.  Inside SPI.
+ */
+static uint64
+deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 generation,
+				 int32 max, TimestampTz at)
+{
+	Datum		v[4];
+	uint64		i;
+
+	check_worker_session(worker_id, generation);
+	v[0] = UUIDPGetDatum(worker_id);
+	v[1] = Int64GetDatum(generation);
+	v[2] = Int32GetDatum(max);
+	v[3] = TimestampTzGetDatum(at);
+	sched_spi_exec(&commands_delivered, v, NULL, false, 0, SPI_OK_SELECT);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[11];
+		bool		nulls[11];
+
+		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return SPI_processed;
+}
+
+static int32
+max_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int32		max;
+
+	sched_check_not_null(fcinfo, argno, "max");
+	max = PG_GETARG_INT32(argno);
+	if (max < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"max\" must be at least 1: %d", max)));
+	return max;
+}
+
+/*
  * poll_commands(worker_id, generation, max, at) → the worker session's commands (START,
  * CANCEL) for its live attempts, oldest first, each delivered once, only to the
  * generation they were made for, with everything the worker needs to run the attempt.
@@ -668,18 +738,10 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 	pg_uuid_t	worker_id;
 	int64		generation;
 	int32		max;
-	int64		current;
-	Datum		v[4];
-	uint64		i;
 
 	sched_check_not_null(fcinfo, 0, "worker_id");
 	sched_check_not_null(fcinfo, 1, "generation");
-	sched_check_not_null(fcinfo, 2, "max");
-	max = PG_GETARG_INT32(2);
-	if (max < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parameter \"max\" must be at least 1: %d", max)));
+	max = max_arg(fcinfo, 2);
 	sched_check_not_null(fcinfo, 3, "at");
 	sched_check_time(PG_GETARG_TIMESTAMPTZ(3), "at");
 	worker_id = uuid_arg(fcinfo, 0);
@@ -688,36 +750,97 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	v[0] = UUIDPGetDatum(&worker_id);
-	sched_spi_exec(&worker_generation, v, NULL, false, 0, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		unknown("worker", sched_uuid_out(&worker_id));
-	{
-		bool		isnull;
-		Datum		owner = sched_spi_get(0, 2, &isnull);
+	deliver_commands(rsinfo, &worker_id, generation, max, PG_GETARG_TIMESTAMPTZ(3));
+	SPI_finish();
+	return (Datum) 0;
+}
 
-		sched_require_worker_access(&worker_id, isnull ? InvalidOid : DatumGetObjectId(owner));
-	}
-	current = sched_spi_int64(0, 1);
-	if (current != generation)
+/* the longest wait_commands may sleep */
+#define WAIT_TIMEOUT_MAX_S 3600
+
+/*
+ * wait_commands(worker_id, generation, max, timeout) → what poll_commands returns, at
+ * once when there is something; otherwise it sleeps until a command for the worker
+ * commits (wakeup.c: no NOTIFY) or `timeout` passes, then returns what there is, maybe
+ * nothing.  Commands are marked delivered at the moment they are read.  While it sleeps
+ * it holds no snapshot and no lock (the delivered rows are locked only by the poll that
+ * returns them), and a cancel or statement_timeout ends it at once.
+ *
+ * Refused: on a standby (25006: commands are delivered by writing), without pg_sched in
+ * shared_preload_libraries (55000: nothing would wake it; poll_commands works there),
+ * to a caller who may not act for the worker (42501), and then, whether or not it would
+ * have to sleep, where its snapshot could be read again after the wait (25000, see
+ * wakeup.c).
+ */
+Datum
+sched_wait_commands(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	pg_uuid_t	worker_id;
+	int64		generation;
+	int32		max;
+	Interval   *timeout;
+	int64		timeout_us;
+	TimestampTz deadline;
+
+	sched_check_not_null(fcinfo, 0, "worker_id");
+	sched_check_not_null(fcinfo, 1, "generation");
+	max = max_arg(fcinfo, 2);
+	sched_check_not_null(fcinfo, 3, "timeout");
+	timeout = PG_GETARG_INTERVAL_P(3);
+	timeout_us = -1;
+	if (timeout->month == 0 && timeout->day >= 0 && timeout->day <= 1)
+		timeout_us = timeout->day * USECS_PER_DAY + timeout->time;
+	if (timeout_us < 0 || timeout_us > (int64) WAIT_TIMEOUT_MAX_S * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"timeout\" must be between 0 and 1 hour: %s",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(timeout))))));
+	worker_id = uuid_arg(fcinfo, 0);
+	generation = PG_GETARG_INT64(1);
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("sched.wait_commands cannot run on a standby"),
+				 errdetail("Commands are delivered by marking them delivered, which only the primary can."),
+				 errhint("Connect the worker to the primary.")));
+	if (!sched_wakeup_available())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("stale generation " INT64_FORMAT " for worker %s", generation,
-						sched_uuid_out(&worker_id)),
-				 errdetail("The current generation is " INT64_FORMAT ".", current)));
-	v[1] = Int64GetDatum(generation);
-	v[2] = Int32GetDatum(max);
-	v[3] = PG_GETARG_DATUM(3);
-	sched_spi_exec(&commands_delivered, v, NULL, false, 0, SPI_OK_SELECT);
-	for (i = 0; i < SPI_processed; i++)
-	{
-		Datum		values[11];
-		bool		nulls[11];
-
-		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, values, nulls);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+				 errmsg("sched.wait_commands needs pg_sched in shared_preload_libraries"),
+				 errdetail("The wake-up of waiting workers lives in shared memory."),
+				 errhint("Add pg_sched to shared_preload_libraries and restart the server, "
+						 "or call sched.poll_commands in a loop.")));
+	/* who may, before where: a caller who may not act for the worker always gets 42501 */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	check_worker_session(&worker_id, generation);
 	SPI_finish();
+	sched_wakeup_check_can_sleep();
+
+	InitMaterializedSRF(fcinfo, 0);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_us / 1000);
+	sched_wakeup_wait_for(&worker_id);
+	PG_TRY();
+	{
+		for (;;)
+		{
+			uint64		n;
+
+			sched_wakeup_arm();
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "pg_sched: SPI_connect failed");
+			n = deliver_commands(rsinfo, &worker_id, generation, max, GetCurrentTimestamp());
+			SPI_finish();
+			if (n > 0 || !sched_wakeup_sleep(deadline))
+				break;
+		}
+	}
+	PG_FINALLY();
+	{
+		sched_wakeup_done();
+	}
+	PG_END_TRY();
 	return (Datum) 0;
 }
 

@@ -35,8 +35,9 @@
  * equal the one seen at selection.  Only then are the worker's slot and the node's
  * resources reserved (counter updates guarded by CHECK constraints), and the attempt,
  * its START command, the timeline milestone and the request's DISPATCHED state written,
- * all in the caller's transaction, followed by NOTIFY sched_worker_<worker_id> (sent at
- * commit, so a worker is never woken for a reservation that rolled back).  The
+ * all in the caller's transaction; at commit (never for a reservation that rolled back)
+ * the worker's session waiting in wait_commands is woken, and, when
+ * sched.notify_workers is on, NOTIFY sched_worker_<worker_id> is sent (wakeup.c).  The
  * notification's payload is empty: anyone may LISTEN on any channel, so it says only
  * "poll now"; what to run is read with poll_commands, which only the worker's role may.
  *
@@ -54,9 +55,9 @@
 #include "validate.h"
 #include "spi_util.h"
 #include "settings.h"
+#include "wakeup.h"
 
 #include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -257,7 +258,6 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	const SchedPlacement *p = &args->p;
 	SchedRanked scored;
 	SchedReservationWrite w;
-	char	   *channel;
 
 	sched_score(p, &row->c, &scored);
 	res->attempt_id = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
@@ -289,11 +289,7 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	row->c.reserved_gpus += p->reserve_gpus;
 	sched_batch_update_rows(cache, row);
 
-	if (sched_notify_workers)
-	{
-		channel = psprintf("sched_worker_%s", sched_uuid_out(&row->worker_id));
-		Async_Notify(channel, "");
-	}
+	sched_wake_worker(&row->worker_id);
 
 	res->node_id = pstrdup(row->c.node_id);
 	res->worker_id = row->worker_id;

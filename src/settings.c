@@ -26,7 +26,7 @@ int			sched_aging_interval_s = 60;
 int			sched_maintenance_interval_s = 5;
 int			sched_retry_backoff_max_s = 60;
 char	   *sched_databases = NULL;
-bool		sched_notify_workers = true;
+bool		sched_notify_workers = false;
 
 /* Defines every sched.* setting (module.c, at load). */
 void
@@ -68,10 +68,10 @@ sched_define_settings(void)
 							&sched_retry_backoff_max_s, 60, 1, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomBoolVariable("sched.notify_workers",
-							 "Whether a dispatch wakes its worker with NOTIFY sched_worker_<worker_id>.",
-							 "NOTIFY serializes the commits of all notifying transactions of the cluster; "
-							 "deployments whose workers poll can turn it off for throughput.",
-							 &sched_notify_workers, true,
+							 "Whether a command for a worker also sends NOTIFY sched_worker_<worker_id>, for workers that LISTEN.",
+							 "NOTIFY serializes the commits of all notifying transactions of the cluster, and LISTEN does not "
+							 "work through a transaction-pooling pooler; sched.wait_commands needs neither.",
+							 &sched_notify_workers, false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("sched.databases",
 							   "Databases in which a background worker reaps expired leases and claims (comma-separated).",
@@ -83,10 +83,12 @@ sched_define_settings(void)
 							 "Needs pg_sched in shared_preload_libraries; off reads every worker of the capability at every call.",
 							 &sched_fleet_mirror, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("sched.fleet_change_log_size",
-							"Entries of the shared log of changed nodes that keeps fleet mirrors current.",
-							"A backend that falls further behind reloads its mirror.",
-							&sched_fleet_change_log_size, 16384, 16, 1 << 22,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	/* PGC_POSTMASTER settings can only be defined while preloading (else FATAL) */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("sched.fleet_change_log_size",
+								"Entries of the shared log of changed nodes that keeps fleet mirrors current.",
+								"A backend that falls further behind reloads its mirror.",
+								&sched_fleet_change_log_size, 16384, 16, 1 << 22,
+								PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sched");
 }

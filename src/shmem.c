@@ -9,7 +9,9 @@
  *     entry overwritten under them by its sequence number (seqlock);
  *   - reservations in flight (inflight.c): one slot per backend, written only by its own
  *     backend, each under its own spinlock, held for a copy of the slot;
- *   - dispatch counters (counters.c): atomics, no lock.
+ *   - dispatch counters (counters.c): atomics, no lock;
+ *   - wake-ups of waiting worker sessions (wakeup.c): one slot per backend, written only
+ *     by its backend, each under its own spinlock, held for a copy of the slot.
  * No code holds two of these locks at once, waits or raises an error while holding one,
  * or holds one across a call into another module.  AddinShmemInitLock is held only here,
  * while the parts are created or attached at startup.
@@ -25,6 +27,7 @@
 #include "fleet_mirror.h"
 #include "inflight.h"
 #include "shmem.h"
+#include "wakeup.h"
 
 typedef struct SchedShmemPart
 {
@@ -37,6 +40,7 @@ static const SchedShmemPart parts[] = {
 	{"pg_sched fleet change log", sched_fleet_mirror_shmem_size, sched_fleet_mirror_shmem_attach},
 	{"pg_sched reservations in flight", sched_inflight_shmem_size, sched_inflight_shmem_attach},
 	{"pg_sched dispatch counters", sched_counters_shmem_size, sched_counters_shmem_attach},
+	{"pg_sched worker wake-ups", sched_wakeup_shmem_size, sched_wakeup_shmem_attach},
 };
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -79,4 +83,5 @@ sched_shmem_preload(void)
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = shmem_startup;
 	sched_inflight_preload();
+	sched_wakeup_preload();
 }

@@ -240,13 +240,14 @@ CREATE TABLE sched.timeline (
 ALTER SEQUENCE sched.timeline_id_seq OWNED BY sched.timeline.timeline_id;
 COMMENT ON TABLE sched.timeline IS 'Milestones of each execution, appended once each (idempotent on milestone_key).';
 
--- pg_dump keeps the queue and what happened to it.
+-- pg_dump keeps the queue and what happened to it.  sched.tenant_live is not dumped:
+-- it is derived from sched.attempt, and its triggers (ENABLE ALWAYS) rebuild it while
+-- pg_restore loads the attempts; dumping it too would count every live attempt twice.
 SELECT pg_catalog.pg_extension_config_dump('sched.tenant', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.execution', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.request', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.request_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.attempt', '');
-SELECT pg_catalog.pg_extension_config_dump('sched.tenant_live', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.command', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.command_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.timeline', '');

@@ -27,6 +27,23 @@ AS 'MODULE_PATHNAME', 'sched_poll_commands'
 LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp;
 
+/* wait_commands: what poll_commands returns, at once when there is something; otherwise it
+ * sleeps, holding no snapshot, until a command for the worker commits or `timeout`
+ * passes.  A statement of its own, in autocommit or a READ COMMITTED transaction that
+ * has written nothing (25000 otherwise); needs pg_sched preloaded (55000); not on a
+ * standby (25006). */
+CREATE FUNCTION sched.wait_commands(
+    worker_id uuid,
+    generation bigint,
+    max int DEFAULT 10,
+    timeout interval DEFAULT '30 seconds')
+RETURNS TABLE (command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint,
+               execution_id uuid, step_id uuid, attempt_number int, capability text,
+               capability_version text, payload jsonb)
+AS 'MODULE_PATHNAME', 'sched_wait_commands'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+
 /* start_attempt: RUNNING, lease renewed, the execution RUNNING; returns lease_expires_at. */
 CREATE FUNCTION sched.start_attempt(attempt_id uuid, lease_version bigint, at timestamptz DEFAULT now())
 RETURNS timestamptz

@@ -210,6 +210,19 @@ $$;
 CREATE OR REPLACE VIEW sched.attempt_overview AS SELECT * FROM sched.attempt_overview(now());
 COMMENT ON VIEW sched.attempt_overview IS 'Attempts with their lease state: held, expired (to be reaped), orphaned (worker re-registered), released.';
 
+/* Dispatch calls by outcome since the server started (UNSCHEDULABLE by why the request
+ * waits: waits_for_capacity, fits_nowhere, contention), with the conflicts they met and
+ * the better candidates they passed over while concurrent dispatches reserved them.
+ * Cluster-wide, counted when a call returns (committed or not); no rows without pg_sched
+ * in shared_preload_libraries (src/counters.c). */
+CREATE OR REPLACE FUNCTION sched.dispatch_stats()
+RETURNS TABLE (outcome text, reason text, calls bigint, conflicts bigint, held_passed bigint)
+AS 'MODULE_PATHNAME', 'sched_dispatch_stats'
+LANGUAGE C STABLE
+SET search_path = pg_catalog, pg_temp;
+CREATE OR REPLACE VIEW sched.dispatch_stats AS SELECT * FROM sched.dispatch_stats();
+COMMENT ON VIEW sched.dispatch_stats IS 'Dispatch calls by outcome (UNSCHEDULABLE by reason) since the server started, with their conflicts; for monitoring.';
+
 /* The milestones of one execution, in order. */
 CREATE OR REPLACE FUNCTION sched.execution_timeline(execution_id uuid)
 RETURNS TABLE (at timestamptz, stage text, milestone text, state text, component text,

@@ -108,6 +108,7 @@ ALTER FUNCTION sched.reap_expired(timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.register_worker(text, text, text[], int, uuid, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.heartbeat(uuid, bigint, timestamptz, text) SECURITY DEFINER;
 ALTER FUNCTION sched.poll_commands(uuid, bigint, int, timestamptz) SECURITY DEFINER;
+ALTER FUNCTION sched.wait_commands(uuid, bigint, int, interval) SECURITY DEFINER;
 ALTER FUNCTION sched.start_attempt(uuid, bigint, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.renew_lease(uuid, bigint, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.finish_attempt(uuid, bigint, text, jsonb, timestamptz) SECURITY DEFINER;
@@ -132,6 +133,7 @@ GRANT EXECUTE ON FUNCTION
     sched.pending_explanations(timestamptz),
     sched.queue_stats(timestamptz),
     sched.attempt_overview(timestamptz),
+    sched.dispatch_stats(),
     sched.step_lock_key(uuid, int),
     sched.setting_seconds(text),
     sched.format_cpus(bigint),
@@ -156,6 +158,7 @@ GRANT EXECUTE ON FUNCTION
     sched.register_worker(text, text, text[], int, uuid, timestamptz),
     sched.heartbeat(uuid, bigint, timestamptz, text),
     sched.poll_commands(uuid, bigint, int, timestamptz),
+    sched.wait_commands(uuid, bigint, int, interval),
     sched.start_attempt(uuid, bigint, timestamptz),
     sched.renew_lease(uuid, bigint, timestamptz),
     sched.finish_attempt(uuid, bigint, text, jsonb, timestamptz)

@@ -138,3 +138,35 @@ DROP FUNCTION sched._pending_explanations(timestamptz);
 DROP FUNCTION sched._cpus(bigint);
 DROP FUNCTION sched._amount(text, text);
 DROP FUNCTION sched._duration(interval);
+
+-- ---------------------------------------------------------------------------------
+-- Dump and restore: sched.tenant_live is derived from sched.attempt (its triggers rebuild
+-- it while pg_restore loads the attempts), so it leaves the dumped tables; 0.1.0 dumped
+-- it too and a restore counted every live attempt twice, or failed on its primary key.
+-- Dropping a table from the extension takes it out of pg_extension.extconfig.
+-- ---------------------------------------------------------------------------------
+
+ALTER EXTENSION pg_sched DROP TABLE sched.tenant_live;
+ALTER EXTENSION pg_sched ADD TABLE sched.tenant_live;
+
+-- ---------------------------------------------------------------------------------
+-- Waking workers without NOTIFY (src/wakeup.c): wait_commands
+-- ---------------------------------------------------------------------------------
+
+/* wait_commands: what poll_commands returns, at once when there is something; otherwise it
+ * sleeps, holding no snapshot, until a command for the worker commits or `timeout`
+ * passes.  A statement of its own, in autocommit or a READ COMMITTED transaction that
+ * has written nothing (25000 otherwise); needs pg_sched preloaded (55000); not on a
+ * standby (25006). */
+CREATE FUNCTION sched.wait_commands(
+    worker_id uuid,
+    generation bigint,
+    max int DEFAULT 10,
+    timeout interval DEFAULT '30 seconds')
+RETURNS TABLE (command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint,
+               execution_id uuid, step_id uuid, attempt_number int, capability text,
+               capability_version text, payload jsonb)
+AS 'MODULE_PATHNAME', 'sched_wait_commands'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
+

@@ -423,6 +423,8 @@ class Hostile:
             ('upsert_node', 'labels'): p('{"tier": "fast", "zone": "eu"}'),
             ('complete_execution', 'execution_id'): p(E_DONE),
             ('submit', 'tenant'): p('default'),
+            # no sleeping in the base call: there is no command for it
+            ('wait_commands', 'timeout'): p('0'),
         }
 
     def base_value(self, fn, p):
@@ -688,6 +690,13 @@ class Hostile:
                 if k in ('nonpos', 'huge') or (k == 'big'):
                     return {'22023'}
                 if k in ('day', 'edge_ok'):
+                    return {'ok'}
+            if n == 'timeout' and fn.name == 'wait_commands':
+                if k in ('huge', 'big', 'day'):
+                    return {'22023'}
+                if k == 'nonpos':
+                    return {'ok', '22023'}     # '0' is fine, negative ones are not
+                if k == 'edge_ok':
                     return {'ok'}
             if n == 'heartbeat_ttl':
                 if k in ('nonpos', 'huge'):

@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(79);
+SELECT plan(81);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -48,6 +48,7 @@ INSERT INTO read_fn VALUES
   ('pending', '{"timestamp with time zone"}'),
   ('queue_stats', '{"timestamp with time zone"}'),
   ('attempt_overview', '{"timestamp with time zone"}'),
+  ('dispatch_stats', '{}'),
   ('pending_explanations', '{"timestamp with time zone"}'),
   ('step_lock_key', '{uuid,integer}'),
   ('setting_seconds', '{text}'),
@@ -70,6 +71,7 @@ INSERT INTO write_fn VALUES
   ('dispatch_attempt', '{bigint,uuid,"timestamp with time zone"}'),
   ('dispatch_next', '{integer,text,text,"timestamp with time zone"}'),
   ('poll_commands', '{uuid,bigint,integer,"timestamp with time zone"}'),
+  ('wait_commands', '{uuid,bigint,integer,interval}'),
   ('start_attempt', '{uuid,bigint,"timestamp with time zone"}'),
   ('renew_lease', '{uuid,bigint,"timestamp with time zone"}'),
   ('finish_attempt', '{uuid,bigint,text,jsonb,"timestamp with time zone"}'),
@@ -89,11 +91,12 @@ SELECT schema_privs_are('sched', 'sched_observer', ARRAY['USAGE']);
 -- the tables and views operators read: exactly SELECT each
 SELECT tables_are('sched', ARRAY['node', 'worker', 'tenant', 'execution', 'request',
                                  'attempt', 'command', 'timeline', 'tenant_live']);
-SELECT views_are('sched', ARRAY['node_overview', 'pending', 'queue_stats', 'attempt_overview']);
+SELECT views_are('sched', ARRAY['node_overview', 'pending', 'queue_stats', 'attempt_overview',
+                               'dispatch_stats']);
 SELECT table_privs_are('sched', t, 'sched_observer', ARRAY['SELECT'])
   FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command',
                     'timeline', 'tenant_live', 'node_overview', 'pending', 'queue_stats',
-                    'attempt_overview']) t;
+                    'attempt_overview', 'dispatch_stats']) t;
 -- and whatever relation exists in the schema (a table added later included)
 SELECT is_empty($$
     SELECT c.relname FROM pg_class c
@@ -151,7 +154,7 @@ $$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          35, 'the 16 read and 19 write functions listed exist');
+          37, 'the 17 read and 20 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has

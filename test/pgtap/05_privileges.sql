@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(763);
+SELECT plan(773);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -160,6 +160,7 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.pending_explanations(timestamptz)', 'sched_observer', $$SELECT * FROM sched.pending_explanations(now())$$, '00000'),
   ('sched.queue_stats(timestamptz)', 'sched_observer', $$SELECT * FROM sched.queue_stats(now())$$, '00000'),
   ('sched.attempt_overview(timestamptz)', 'sched_observer', $$SELECT * FROM sched.attempt_overview(now())$$, '00000'),
+  ('sched.dispatch_stats()', 'sched_observer', $$SELECT * FROM sched.dispatch_stats()$$, '00000'),
   ('sched.step_lock_key(uuid,int)', 'sched_observer',
    $$SELECT sched.step_lock_key('c1000000-0000-4000-8000-000000000051', 1)$$, '00000'),
   ('sched.setting_seconds(text)', 'sched_observer', $$SELECT sched.setting_seconds('sched.lease_ttl')$$, '00000'),
@@ -188,6 +189,9 @@ INSERT INTO fn (sig, job, call, state) VALUES
    'sched_worker', $$SELECT sched.heartbeat('c1000000-0000-4000-8000-000000000001', 1)$$, '00000'),
   ('sched.poll_commands(uuid,bigint,int,timestamptz)',
    'sched_worker', $$SELECT * FROM sched.poll_commands('c1000000-0000-4000-8000-000000000001', 1)$$, '00000'),
+  -- run here from a function (EXECUTE), where it refuses to wait, after the privilege check
+  ('sched.wait_commands(uuid,bigint,int,interval)',
+   'sched_worker', $$SELECT * FROM sched.wait_commands('c1000000-0000-4000-8000-000000000001', 1, 10, '0')$$, '25000'),
   ('sched.start_attempt(uuid,bigint,timestamptz)',
    'sched_worker', format('SELECT sched.start_attempt(%L, %s)', :'ma', :mlv), '00000'),
   ('sched.renew_lease(uuid,bigint,timestamptz)',
@@ -236,8 +240,8 @@ SELECT is_empty($$SELECT sig::text FROM fn f JOIN pg_proc p ON p.oid = f.sig
                    WHERE (p.proname LIKE '\_%') <> (f.job IS NULL)$$,
                 'a function is internal (sched._*) exactly when no job role is granted it');
 SELECT results_eq($$SELECT job::text COLLATE "default", count(*)::int FROM fn WHERE job IS NOT NULL GROUP BY job ORDER BY job$$,
-                  $$VALUES ('sched_admin', 6), ('sched_observer', 16), ('sched_scheduler', 7), ('sched_worker', 6)$$,
-                  'README: 16 reader, 7 scheduler, 6 worker and 6 admin functions');
+                  $$VALUES ('sched_admin', 6), ('sched_observer', 17), ('sched_scheduler', 7), ('sched_worker', 7)$$,
+                  'README: 17 reader, 7 scheduler, 7 worker and 6 admin functions');
 
 -- ---------------------------------------------------------------------------------
 -- 1a. The catalog: has_function_privilege, per role, is exactly the table's

@@ -131,6 +131,9 @@ ALTER DATABASE $DB SET sched.lease_ttl = '${SOAK_LEASE_TTL}s';
 ALTER DATABASE $DB SET sched.heartbeat_ttl = '${SOAK_HEARTBEAT_TTL}s';
 ALTER DATABASE $DB SET sched.retry_backoff_max = '4s';
 ALTER DATABASE $DB SET sched.unschedulable_backoff_max = '4s';
+-- the soak's workers multiplex sessions on one connection and LISTEN (sched.notify_workers
+-- is off by default in 0.2.0; wait_commands, one worker per connection, is e2e's)
+ALTER DATABASE $DB SET sched.notify_workers = on;
 SQL
 # sched.databases is read at server start: now that the database exists, restart
 echo "sched.databases = '$DB'" | as_run_user tee -a "$DATA/postgresql.conf" >/dev/null
