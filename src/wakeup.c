@@ -54,6 +54,7 @@
 #include "pgstat.h"
 #include "port/atomics.h"
 #include "storage/backendid.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
@@ -198,12 +199,25 @@ sched_wake_worker(const pg_uuid_t *worker_id)
 	pending[npending++] = *worker_id;
 }
 
+/* a backend that exits while it waits (FATAL does not unwind PG_FINALLY) leaves no slot */
+static void
+wakeup_on_exit(int code, Datum arg)
+{
+	sched_wakeup_done();
+}
+
 void
 sched_wakeup_wait_for(const pg_uuid_t *worker_id)
 {
+	static bool exit_hook = false;
 	WakeupSlot *s;
 
 	Assert(sched_wakeup_available());
+	if (!exit_hook)
+	{
+		before_shmem_exit(wakeup_on_exit, (Datum) 0);
+		exit_hook = true;
+	}
 	s = &slots[MyBackendId];
 	SpinLockAcquire(&s->mutex);
 	s->dbid = MyDatabaseId;

@@ -47,7 +47,8 @@ sub submit
 		"SELECT sched.submit(gen_random_uuid(), '$step', '$cap', 'v1')");
 }
 
-# starts a wait in background session $bg: returns once the statement is sent
+# starts a wait in background session $bg: returns once the statement is sent (only for a
+# wait that will sleep: a result that came at once would be read, and lost, here)
 sub start_wait
 {
 	my ($bg, $worker, $timeout) = @_;
@@ -157,9 +158,12 @@ $bg1->query_safe('RESET statement_timeout');
 
 my $step3 = '5f000000-0000-4000-8000-000000000003';
 my $r3 = submit('cap', $step3);
-$node->safe_psql('postgres', "SELECT outcome FROM sched.dispatch_attempt($r3)");
-start_wait($bg1, $w1, '10 min');
-is(finish_wait($bg1), "START $step3", 'the next wait of the session works');
+is($node->safe_psql('postgres', "SELECT outcome FROM sched.dispatch_attempt($r3)"), 'DISPATCHED',
+	'a command for w1 is there before it waits');
+# it returns at once: one round trip (start_wait would race with the result)
+is($bg1->query_safe(
+		"SELECT kind || ' ' || step_id FROM sched.wait_commands('$w1', 1, 10, '10 min')"),
+	"START $step3", 'the next wait of the session works, and returns at once what is there');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM sched.command WHERE delivered_at IS NULL'), '0',
 	'every command was delivered once');
 $bg1->quit;
