@@ -107,14 +107,16 @@ SELECT attempt_id AS d1_attempt FROM sched.attempt WHERE request_id = :d1 \gset
 SELECT sched.start_attempt(:'d1_attempt', 1, '2024-01-01 11:53:01+00');
 SELECT node_id, management_status FROM sched.drain_node('node-d');
 
--- node-e: dispatched at 11:56 after 30 s in the queue, never started; at 11:59:40 the
--- worker restarts (generation 2), so the attempt is orphaned; then it is cordoned
+-- node-e: dispatched at 11:56 after 30 s in the queue, its START received by the worker
+-- (generation 1) but never started; at 11:59:40 the worker restarts (generation 2), so
+-- the attempt is orphaned; then it is cordoned
 SELECT last_heartbeat FROM sched.heartbeat('eeeeeeee-0000-0000-0000-000000000001', 1, '2024-01-01 11:56:00+00');
 SELECT sched.submit('e3000000-0000-0000-0000-000000000001', '53000000-0000-0000-0000-000000000001',
                     'render', '1.0', tenant => 'globex', node_id => 'node-e',
                     reserve_cpu_millis => 1000, reserve_memory_mb => 1024,
                     available_at => '2024-01-01 11:55:30+00') AS e1 \gset
 SELECT outcome, node_id, score FROM sched.dispatch_attempt(:e1, at => '2024-01-01 11:56:00+00');
+SELECT kind FROM sched.poll_commands('eeeeeeee-0000-0000-0000-000000000001', 1, at => '2024-01-01 11:56:01+00');
 
 -- node-g: a training run holds both GPUs, dispatched at 11:57 after 60 s in the queue
 SELECT last_heartbeat FROM sched.heartbeat('99999999-0000-0000-0000-000000000002', 1, '2024-01-01 11:57:00+00');

@@ -247,9 +247,10 @@ SELECT sched.complete_execution('ec000000-0000-0000-0000-000000000002', '2024-05
 -- =================================================================================
 -- 3. Generations and cancel_execution: E3, steps pinned to n2 (worker W2).
 -- S3a is dispatched to W2's generation 1; W2 re-registers (generation 2) before
--- polling: the old START is never delivered to the new session.  S3b is dispatched to
--- generation 2; S3c waits (ready only tomorrow).  cancel_execution at 10:31 cancels
--- S3c, sends CANCEL for S3a (to generation 1: never delivered) and S3b (delivered).
+-- polling: the old session never received S3a's START, so the new one does (and the
+-- old one is refused).  S3b is dispatched to generation 2; S3c waits (ready only
+-- tomorrow).  cancel_execution at 10:31 cancels S3c, sends CANCEL for S3a (made for
+-- generation 1, delivered to generation 2) and S3b.
 -- =================================================================================
 SELECT sched.submit('ec000000-0000-0000-0000-000000000003', '5e000000-0000-0000-0000-000000000030',
                     'build', '1', node_id => 'n2', available_at => '2024-05-01 10:30:00+00') AS r_s3a \gset
@@ -257,6 +258,8 @@ SELECT outcome, node_id FROM sched.dispatch_attempt(:r_s3a, at => '2024-05-01 10
 SELECT * FROM sched.register_worker('n2', 'build', ARRAY['1'], slots => 2, at => '2024-05-01 10:30:05+00');
 SELECT pg_temp.err($$SELECT count(*) FROM sched.poll_commands('00000000-0000-0000-0000-0000000000a2', 1, at => '2024-05-01 10:30:06+00')$$) AS old_session;
 SELECT * FROM pg_temp.poll('00000000-0000-0000-0000-0000000000a2', 2, '2024-05-01 10:30:06+00');
+-- the new session received it: the attempt is held, not orphaned
+SELECT lease_state FROM sched.attempt_overview('2024-05-01 10:30:06+00') WHERE attempt_id = pg_temp.att('S3a');
 SELECT sched.submit('ec000000-0000-0000-0000-000000000003', '5e000000-0000-0000-0000-000000000031',
                     'build', '1', node_id => 'n2', available_at => '2024-05-01 10:30:07+00') AS r_s3b \gset
 SELECT sched.submit('ec000000-0000-0000-0000-000000000003', '5e000000-0000-0000-0000-000000000032',
@@ -282,7 +285,7 @@ SELECT step, n, state FROM pg_temp.requests WHERE step LIKE 'S3%' ORDER BY step,
 -- the attempts stay live until their worker reports or their lease expires
 SELECT step, n, status, gen FROM pg_temp.attempts WHERE step LIKE 'S3%' ORDER BY step, n;
 SELECT * FROM pg_temp.commands WHERE step LIKE 'S3%' ORDER BY command_id;
--- generation 2 receives the CANCEL of S3b only
+-- generation 2 receives both CANCELs, S3a's made for generation 1 too
 SELECT * FROM pg_temp.poll('00000000-0000-0000-0000-0000000000a2', 2, '2024-05-01 10:31:01+00');
 SELECT sched.finish_attempt(pg_temp.att('S3b'), 1, 'CANCELLED', at => '2024-05-01 10:31:02+00');
 -- idempotent cancel; complete refused on a cancelled execution
@@ -304,7 +307,7 @@ SELECT outcome, node_id, detail FROM sched.dispatch_attempt(:r_s3d, at => '2024-
 SELECT outcome, node_id FROM sched.dispatch_attempt(:r_s3d, at => '2024-05-01 10:32:01+00');
 SELECT step, n, state FROM pg_temp.requests WHERE step = 'S3d';
 SELECT count(*) AS s3_attempts FROM pg_temp.attempts WHERE step LIKE 'S3%';
--- S3a (generation 1, never started) loses its lease at 10:35:00; reaped LOST at
+-- S3a (generation 1, received by generation 2, never started) loses its lease at 10:35:00; reaped LOST at
 -- 10:35:01, its reservation released, and not retried: the execution is closed
 SELECT * FROM pg_temp.fleet ORDER BY node_id;
 SELECT sched.reap_expired('2024-05-01 10:35:01+00') AS lost;

@@ -261,19 +261,20 @@ static SchedStatement worker_generation = {
 };
 
 /* commands of attempts that already ended (lost, failed, cancelled) are not delivered:
- * the worker could only be refused on them */
+ * the worker could only be refused on them; commands an earlier session of the worker
+ * did not receive go to the current one (nothing else ever will) */
 static SchedStatement commands_delivered = {
 	"WITH next AS ( "
 	"    SELECT c.command_id FROM sched.command c "
 	"      JOIN sched.attempt a ON a.attempt_id OPERATOR(pg_catalog.=) c.attempt_id "
 	"     WHERE c.worker_id OPERATOR(pg_catalog.=) $1 AND c.delivered_at IS NULL "
-	"       AND c.worker_generation OPERATOR(pg_catalog.=) $2 "
+	"       AND c.worker_generation OPERATOR(pg_catalog.<=) $2 "
 	"       AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
 	"     ORDER BY c.command_id "
 	"     LIMIT $3 "
 	"     FOR UPDATE OF c SKIP LOCKED "
 	"), delivered AS ( "
-	"    UPDATE sched.command c SET delivered_at = $4 "
+	"    UPDATE sched.command c SET delivered_at = $4, delivered_generation = $2 "
 	"      FROM next WHERE c.command_id OPERATOR(pg_catalog.=) next.command_id "
 	"    RETURNING c.command_id, c.kind, c.attempt_id, c.lease_version, c.request_id "
 	") "
@@ -727,8 +728,10 @@ max_arg(FunctionCallInfo fcinfo, int argno)
 
 /*
  * poll_commands(worker_id, generation, max, at) → the worker session's commands (START,
- * CANCEL) for its live attempts, oldest first, each delivered once, only to the
- * generation they were made for, with everything the worker needs to run the attempt.
+ * CANCEL) for its live attempts, oldest first, each delivered once, with everything the
+ * worker needs to run the attempt: those made for this session, and those an earlier
+ * session of the worker did not receive (a START no process received may run here; a
+ * CANCEL for an attempt this session does not hold is to be ignored).
  * A stale generation is refused (55000).  Locks: the delivered command rows (SKIP LOCKED).
  */
 Datum

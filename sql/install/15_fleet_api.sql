@@ -88,8 +88,8 @@ $$;
  * register_worker: a worker (re)starts its session on a node for one capability.  The
  * worker of a (node, capability) keeps its worker_id across registrations; each
  * registration increments generation, marks the worker READY and counts as a heartbeat.
- * A cordon survives re-registration.  Commands and leases of older generations are not
- * delivered to the new session (see poll_commands).  The worker belongs to the role
+ * A cordon survives re-registration.  The new session receives the commands earlier
+ * sessions did not (see poll_commands); the leases of the attempts they hold stay theirs.  The worker belongs to the role
  * that first registered it (registered_by, the session's role): registering it again,
  * like every other call for it, is refused (42501) to roles that are not its members,
  * except sched_admin.  A worker from before 0.2.0 (owned by no role) belongs to the

@@ -214,10 +214,15 @@ CREATE TABLE sched.command (
     lease_version       bigint NOT NULL,
     request_id          bigint NOT NULL,
     created_at          timestamptz NOT NULL,
-    delivered_at        timestamptz
+    delivered_at        timestamptz,
+    -- the worker's session it was delivered to: the one it was made for, or a later one
+    -- when that one never received it
+    delivered_generation bigint,
+    CONSTRAINT command_delivered_whole CHECK ((delivered_at IS NULL) = (delivered_generation IS NULL)),
+    CONSTRAINT command_delivered_no_earlier CHECK (delivered_generation >= worker_generation)
 );
 ALTER SEQUENCE sched.command_id_seq OWNED BY sched.command.command_id;
-COMMENT ON TABLE sched.command IS 'Commands for workers (START, CANCEL), each delivered once to the generation it was made for.';
+COMMENT ON TABLE sched.command IS 'Commands for workers (START, CANCEL), each delivered once, to the worker''s session current when it is read.';
 CREATE INDEX command_undelivered_idx ON sched.command (worker_id, command_id) WHERE delivered_at IS NULL;
 
 CREATE SEQUENCE sched.timeline_id_seq;

@@ -194,7 +194,13 @@ SELECT a.attempt_id, a.execution_id, a.step_id, a.attempt_number, a.tenant, a.no
        CASE
            WHEN a.status NOT IN ('DISPATCHED', 'RUNNING') THEN 'released'
            WHEN a.lease_expires_at < $1 THEN 'expired'
-           WHEN w.generation > a.worker_generation THEN 'orphaned'
+           -- re-registered since the dispatch: orphaned when an earlier session than the
+           -- current one received the START (a CASE: only such attempts look it up)
+           WHEN w.generation > a.worker_generation THEN
+               CASE WHEN w.generation > (SELECT coalesce(max(c.delivered_generation), w.generation)
+                                           FROM sched.command c
+                                          WHERE c.attempt_id = a.attempt_id AND c.kind = 'START')
+                    THEN 'orphaned' ELSE 'held' END
            ELSE 'held'
        END,
        CASE WHEN a.status IN ('DISPATCHED', 'RUNNING')
@@ -208,7 +214,7 @@ SELECT a.attempt_id, a.execution_id, a.step_id, a.attempt_number, a.tenant, a.no
 END
 $$;
 CREATE OR REPLACE VIEW sched.attempt_overview AS SELECT * FROM sched.attempt_overview(now());
-COMMENT ON VIEW sched.attempt_overview IS 'Attempts with their lease state: held, expired (to be reaped), orphaned (worker re-registered), released.';
+COMMENT ON VIEW sched.attempt_overview IS 'Attempts with their lease state: held, expired (to be reaped), orphaned (worker re-registered after receiving it), released.';
 
 /* Dispatch calls by outcome since the server started (UNSCHEDULABLE by why the request
  * waits: waits_for_capacity, fits_nowhere, contention), with the conflicts they met and

@@ -170,3 +170,13 @@ AS 'MODULE_PATHNAME', 'sched_wait_commands'
 LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp;
 
+
+-- A session that registers again receives the commands earlier sessions did not
+-- (src/lifecycle.c, commands_delivered); each command records the session it went to
+-- (0.1.0 delivered only to the session a command was made for)
+ALTER TABLE sched.command ADD COLUMN delivered_generation bigint;
+UPDATE sched.command SET delivered_generation = worker_generation WHERE delivered_at IS NOT NULL;
+ALTER TABLE sched.command
+    ADD CONSTRAINT command_delivered_whole CHECK ((delivered_at IS NULL) = (delivered_generation IS NULL)),
+    ADD CONSTRAINT command_delivered_no_earlier CHECK (delivered_generation >= worker_generation);
+COMMENT ON TABLE sched.command IS 'Commands for workers (START, CANCEL), each delivered once, to the worker''s session current when it is read.';

@@ -32,7 +32,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 
 CREATE EXTENSION pg_sched;
 
-SELECT plan(43);
+SELECT plan(45);
 
 -- ---------------------------------------------------------------------------------
 -- Fleet: n1 (2000 mcpu, 4096 MB, 1 GPU; worker with 2 slots),
@@ -182,6 +182,13 @@ SELECT results_eq(
         GROUP BY w.worker_id ORDER BY w.worker_id $$,
     'worker live_attempts equal the counts of live attempts');
 SELECT is((SELECT count(*)::int FROM sched.attempt), 3, 'three attempts exist');
+-- a command records the session it was delivered to: both or neither, never an earlier
+-- session than the one it was made for (issue 13)
+SELECT throws_ok($$UPDATE sched.command SET delivered_at = now() WHERE command_id = (SELECT min(command_id) FROM sched.command)$$,
+                 '23514', NULL, 'delivered_at without delivered_generation is refused');
+SELECT throws_ok($$UPDATE sched.command SET delivered_at = now(), delivered_generation = worker_generation - 1
+                    WHERE command_id = (SELECT min(command_id) FROM sched.command)$$,
+                 '23514', NULL, 'delivery to an earlier session than the command was made for is refused');
 
 -- ---------------------------------------------------------------------------------
 -- 4. DROP EXTENSION removes everything (with data present)
