@@ -4,10 +4,14 @@
     python3 scheduler.py                      # dispatch every 0.2 s, reap every 1 s
     python3 scheduler.py --no-reap            # the maintenance background worker reaps
     python3 scheduler.py --audit audit.jsonl  # also check every call (used by the tests)
+    python3 scheduler.py --pooler             # through pgbouncer, pool_mode = transaction
 
 The connection comes from the PG* environment variables or --dsn; its role needs
 sched_scheduler (--audit: the extension's owner).  Several schedulers may run at once:
-dispatch_next takes disjoint requests (FOR UPDATE SKIP LOCKED).
+dispatch_next takes disjoint requests (FOR UPDATE SKIP LOCKED).  A lost connection is
+opened again (with a backoff); each call is a transaction of its own, so nothing is
+lost with it.  No session state: it works through a pooler in transaction mode
+(--pooler turns off psycopg's prepared statements, which such a pooler cannot keep).
 
 A request that waits only because the fleet is full stays ready and keeps its place in
 the queue: the first dispatch_next after a slot frees places it.  So the loop needs no
@@ -89,6 +93,8 @@ def main():
     p.add_argument("--reap-every", type=float, default=1.0, help="seconds between reap_expired")
     p.add_argument("--no-reap", action="store_true", help="a background worker reaps")
     p.add_argument("--audit", metavar="FILE", help="check every call, append JSON lines to FILE")
+    p.add_argument("--pooler", action="store_true",
+                   help="connected through a pooler in transaction mode (pgbouncer): no prepared statements")
     p.add_argument("-v", "--verbose", action="store_true", help="log every placement")
     args = p.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -102,17 +108,31 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    conn = psycopg.connect(args.dsn, autocommit=True)
     audit = open(args.audit, "a") if args.audit else None
+    conn = None
     next_reap = time.monotonic()
     placed_total = 0
+    delay = 0.1
     while not stop:
-        if not args.no_reap and time.monotonic() >= next_reap:
-            lost = conn.execute("SELECT sched.reap_expired()").fetchone()[0]
-            if lost:
-                log.info("reaped %d attempts whose lease expired", lost)
-            next_reap = time.monotonic() + args.reap_every
-        rows = dispatch_audited(conn, args.batch, audit) if audit else dispatch(conn, args.batch)
+        try:
+            if conn is None or conn.closed:
+                conn = psycopg.connect(args.dsn, autocommit=True,
+                                       prepare_threshold=None if args.pooler else 5,
+                                       fallback_application_name="pg_sched scheduler",
+                                       keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
+            if not args.no_reap and time.monotonic() >= next_reap:
+                lost = conn.execute("SELECT sched.reap_expired()").fetchone()[0]
+                if lost:
+                    log.info("reaped %d attempts whose lease expired", lost)
+                next_reap = time.monotonic() + args.reap_every
+            rows = dispatch_audited(conn, args.batch, audit) if audit else dispatch(conn, args.batch)
+            delay = 0.1
+        except psycopg.OperationalError as e:
+            # the connection lost (opened again next time round), or a transient error
+            log.warning("%s: trying again in %.1f s", str(e).strip().split("\n")[0], delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            continue
         placed = 0
         for outcome, request_id, node_id, detail in rows:
             if outcome == "DISPATCHED":

@@ -51,10 +51,16 @@ def main():
     p.add_argument("--sleep-max", type=float, default=None, help="longest task (default: --sleep)")
     p.add_argument("--fail", action="store_true", help="tasks that always fail")
     p.add_argument("--max-attempts", type=int, default=3)
+    p.add_argument("--pooler", action="store_true",
+                   help="connected through a pooler in transaction mode (pgbouncer): no prepared statements")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the count")
     args = p.parse_args()
 
-    with psycopg.connect(args.dsn) as conn:
+    # one transaction for all: a pooler in transaction mode keeps it on one server
+    # connection; psycopg would prepare the repeated statement, which such a pooler
+    # cannot keep (the next client of that server connection would collide with it)
+    with psycopg.connect(args.dsn, prepare_threshold=None if args.pooler else 5,
+                         fallback_application_name="pg_sched submit") as conn:
         tasks = submit_tasks(conn, args.count, args.capability, args.version, args.first_task,
                              (args.sleep, args.sleep_max or args.sleep), args.fail,
                              max_attempts=args.max_attempts)

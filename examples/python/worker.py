@@ -2,17 +2,26 @@
 """A pg_sched worker, written against the SQL worker protocol only.
 
     python3 worker.py --node node-a --capability demo --versions 1.0 --slots 4
+    python3 worker.py --node node-a --pooler      # through pgbouncer, pool_mode = transaction
 
 The connection comes from the usual PG* environment variables (PGHOST, PGPORT,
 PGUSER, PGDATABASE) or --dsn; its role needs sched_worker, and sched_admin too to
 declare its node (--cpu, --memory-mb, --gpus or --labels).  What the worker does:
 
-  1. [upsert_node +] register_worker: the node exists, this worker session is READY;
-  2. LISTEN "sched_worker_<worker_id>": dispatch wakes us up;
-  3. poll_commands: START (run an attempt) and CANCEL (stop one);
-  4. start_attempt, do the work, finish_attempt -- in one of `slots` threads;
-  5. all the while: heartbeat every heartbeat_ttl / 3, and renew the lease of every
-     attempt it holds every lease_ttl / 3 (polling and renewing are not heartbeats).
+  1. [upsert_node +] register_worker -> (worker_id, generation): this session is READY;
+  2. wait_commands: returns at once when there are commands (START: run an attempt,
+     CANCEL: stop one), otherwise sleeps in the server until one commits or the timeout;
+  3. start_attempt, the work, finish_attempt -- in one of `slots` threads, each with
+     its own connection;
+  4. between waits: heartbeat every heartbeat_ttl / 3, and renew the lease of every
+     attempt it holds every lease_ttl / 3 (waiting and renewing are not heartbeats);
+  5. the main connection lost (server restart, network, pg_terminate_backend): connect
+     again with a backoff, register again (a new generation) and carry on with the
+     attempts it holds; one whose lease was lost meanwhile is dropped unreported.
+
+Nothing here depends on session state (no SET, LISTEN, temporary table or advisory
+lock), so it works through a pooler in transaction mode; --pooler only turns off
+psycopg's prepared statements, which such a pooler cannot keep per client.
 
 The "work" is driven by the payload given to sched.submit:
     {"task": 17, "sleep": 0.2}   sleep 0.2 s, then SUCCEEDED with {"task": 17, ...}
@@ -24,35 +33,26 @@ reported FAILED, so pg_sched retries them elsewhere (while attempts remain).
 """
 
 import argparse
-import inspect
+import datetime
 import json
 import logging
 import queue
-import select
 import signal
 import threading
 import time
 
 import psycopg
+from psycopg.errors import ObjectNotInPrerequisiteState, QueryCanceled
 from psycopg.rows import namedtuple_row
 from psycopg.types.json import Jsonb
 
 log = logging.getLogger("worker")
 
-# Notifications can be missed (e.g. sent before we LISTEN): never wait longer than this
-# without polling anyway.
-MAX_WAIT = 1.0
+RECONNECT_MAX = 5.0     # seconds: the longest pause between two attempts to reconnect
 
 
-def connect(dsn):
-    """One connection per thread, in autocommit: every sched.* call is its own transaction."""
-    return psycopg.connect(dsn, autocommit=True, row_factory=namedtuple_row)
-
-
-def setting_seconds(conn, name):
-    """A pg_sched duration setting (e.g. '60s', '5min') in seconds, as this session sees it."""
-    return conn.execute("SELECT extract(epoch FROM current_setting(%s)::interval)::float8 AS s",
-                        (name,)).fetchone().s
+def first_line(e):
+    return str(e).strip().split("\n")[0]
 
 
 class Attempt:
@@ -62,56 +62,84 @@ class Attempt:
         self.attempt_id = cmd.attempt_id
         self.lease_version = cmd.lease_version
         self.attempt_number = cmd.attempt_number
-        self.step_id = cmd.step_id
         self.payload = cmd.payload or {}
         self.stop = threading.Event()   # set on CANCEL, on abandon, or when the lease is lost
         self.lost = False               # the lease is gone: report nothing any more
         self.abandoned = False          # the worker is shutting down: have it retried
-        self.finishing = False
+        self.finishing = False          # finish_attempt is under way
 
 
 class Worker:
     def __init__(self, args):
         self.args = args
-        self.conn = connect(args.dsn)   # main thread only: LISTEN, poll, heartbeat, renew
-        # one connection per slot thread: psycopg connections are not for concurrent use
-        self.slot_conns = [connect(args.dsn) for _ in range(args.slots)]
+        self.conn = None                # the main thread's: register, wait, heartbeat, renew
         self.held = {}                  # attempt_id -> Attempt
         self.held_lock = threading.Lock()
         self.todo = queue.Queue()       # START commands for the slot threads
-        # Both flags are set and read by the main thread only (signal handlers and
-        # notify handlers run there), so plain attributes do.
         self.stopping = 0               # SIGTERM / SIGINT received (how many)
-        self.woken = False              # a NOTIFY arrived (possibly during another query)
-        self.conn.add_notify_handler(self.on_notify)
+        self.waiting = False            # the main connection is in wait_commands
 
-    def on_notify(self, notify):
-        self.woken = True
+    def connect(self, name):
+        """A connection in autocommit: every sched.* call is its own transaction."""
+        return psycopg.connect(
+            self.args.dsn, autocommit=True, row_factory=namedtuple_row,
+            # a pooler in transaction mode hands each transaction to any server
+            # connection: a statement prepared on one is unknown (or taken) on another
+            prepare_threshold=None if self.args.pooler else 5,
+            # who is who in pg_stat_activity (unless PGAPPNAME or --dsn says otherwise)
+            fallback_application_name=f"pg_sched worker {self.args.node} {name}",
+            # notice a dead peer within about a minute, also in the middle of a wait
+            keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
 
-    # -- session -----------------------------------------------------------------------
+    # -- the session (main thread) ---------------------------------------------------------
 
     def register(self):
+        """Connects the main connection and registers: a new generation."""
         a = self.args
+        self.conn = self.connect("main")
         if any(v is not None for v in (a.labels, a.cpu, a.memory_mb, a.gpus)):
             # the worker declares its node: that is the fleet's (sched_admin)
             self.conn.execute(
                 "SELECT FROM sched.upsert_node(%s, labels => %s, cpu_millis => %s,"
                 "                              memory_mb => %s, gpus => %s)",
                 (a.node, Jsonb(a.labels) if a.labels is not None else None, a.cpu, a.memory_mb, a.gpus))
+        # Attempts of an earlier generation that this process still holds stay its own:
+        # start, renew and finish take the lease_version, not the generation.  Commands of
+        # the earlier generation that were never delivered are not delivered to this one:
+        # those attempts expire and are retried.
         reg = self.conn.execute(
             "SELECT worker_id, generation FROM sched.register_worker(%s, %s, %s, slots => %s)",
             (a.node, a.capability, a.versions, a.slots)).fetchone()
         self.worker_id, self.generation = reg.worker_id, reg.generation
-        # The channel name contains dashes: it must be quoted.
-        self.conn.execute(f'LISTEN "sched_worker_{self.worker_id}"')
-        self.heartbeat_every = setting_seconds(self.conn, "sched.heartbeat_ttl") / 3
-        self.renew_every = setting_seconds(self.conn, "sched.lease_ttl") / 3
+        # the settings of the database or role, as the server gives them to every session
+        ttl = self.conn.execute(
+            "SELECT extract(epoch FROM current_setting('sched.heartbeat_ttl')::interval)::float8 AS heartbeat,"
+            "       extract(epoch FROM current_setting('sched.lease_ttl')::interval)::float8 AS lease").fetchone()
+        self.heartbeat_every, self.renew_every = ttl.heartbeat / 3, ttl.lease / 3
+        now = time.monotonic()
+        self.next_heartbeat = now + self.heartbeat_every    # registering was a heartbeat
+        self.next_renew = now                               # renewals may have been missed
         log.info("registered worker %s generation %s on node %s (%s slots)",
                  self.worker_id, self.generation, a.node, a.slots)
 
+    def reconnect(self, error):
+        log.warning("main connection lost (%s): connecting again", first_line(error))
+        self.conn.close()
+        delay = 0.1
+        while True:
+            if self.stopping > 1:
+                raise SystemExit("abandoned while the database was unreachable")
+            try:
+                self.register()
+                return
+            except psycopg.OperationalError as e:
+                if self.conn is not None:
+                    self.conn.close()
+                log.warning("cannot register again (%s): retrying in %.1f s", first_line(e), delay)
+                time.sleep(delay)
+                delay = min(delay * 2, RECONNECT_MAX)
+
     def heartbeat(self, state):
-        # A stale generation (55000) means another session registered this worker: the
-        # exception ends the program, which is what such a zombie should do.
         self.conn.execute("SELECT FROM sched.heartbeat(%s, %s, runtime_state => %s)",
                           (self.worker_id, self.generation, state))
 
@@ -121,18 +149,30 @@ class Worker:
         for a in attempts:
             try:
                 self.conn.execute("SELECT sched.renew_lease(%s, %s)", (a.attempt_id, a.lease_version))
-            except psycopg.errors.ObjectNotInPrerequisiteState:
+            except ObjectNotInPrerequisiteState:
                 if not a.finishing:     # (a finish racing with us is not a loss)
-                    log.warning("attempt %s: lease lost, abandoning it", a.attempt_id)
+                    log.warning("attempt %s: lease lost, dropping it", a.attempt_id)
                     a.lost = True
                     a.stop.set()
 
-    def poll(self):
-        """Takes the commands waiting for this session; returns how many there were."""
-        cmds = self.conn.execute(
-            "SELECT kind, attempt_id, lease_version, attempt_number, step_id, payload"
-            "  FROM sched.poll_commands(%s, %s, max => %s)",
-            (self.worker_id, self.generation, self.args.slots)).fetchall()
+    def wait_commands(self, timeout):
+        """The commands for this session; sleeps in the server up to `timeout` s for one."""
+        self.waiting = True             # from here on, a signal cancels the wait
+        try:
+            return self.conn.execute(
+                "SELECT kind, attempt_id, lease_version, attempt_number, payload"
+                "  FROM sched.wait_commands(%s, %s, max => %s, timeout => %s)",
+                (self.worker_id, self.generation, self.args.slots,
+                 datetime.timedelta(seconds=max(timeout, 0)))).fetchall()
+        finally:
+            self.waiting = False
+
+    def on_signal(self, signum, frame):
+        self.stopping += 1
+        if self.waiting:
+            self.conn.cancel()          # end the wait now; the loop sees `stopping`
+
+    def take(self, cmds):
         for cmd in cmds:
             if cmd.kind == "START":
                 a = Attempt(cmd)
@@ -148,87 +188,121 @@ class Worker:
                 if a:
                     log.info("attempt %s: cancel requested", a.attempt_id)
                     a.stop.set()
-        return len(cmds)
-
-    def wait_for_notification(self, timeout):
-        if self.woken or timeout <= 0:
-            return
-        if NOTIFIES_HAS_TIMEOUT:        # psycopg >= 3.2
-            for _ in self.conn.notifies(timeout=timeout, stop_after=1):
-                pass
-        else:                           # psycopg 3.1: wait for the socket to be readable;
-            select.select([self.conn.fileno()], [], [], timeout)   # the next query reads it
 
     def run(self):
-        slots = [threading.Thread(target=self.slot_loop, args=(conn,), daemon=True)
-                 for conn in self.slot_conns]
+        slots = [threading.Thread(target=self.slot_loop, args=(i,), daemon=True)
+                 for i in range(1, self.args.slots + 1)]
         for t in slots:
             t.start()
-        next_heartbeat = next_renew = time.monotonic()
         draining = abandoned = False
         while True:
-            if self.stopping and not draining:
-                # No new dispatch once DRAINING is committed; what was dispatched before
-                # is still delivered by the polls below, and run to its end.
-                log.info("stopping: draining %d attempts", len(self.held))
-                self.heartbeat("DRAINING")
-                draining = True
-            if self.stopping > 1 and not abandoned:
+            try:
+                if self.stopping and not draining:
+                    # No new dispatch once DRAINING is committed; what was dispatched
+                    # before is still delivered by the waits below, and run to its end.
+                    log.info("stopping: draining %d attempts", len(self.held))
+                    self.heartbeat("DRAINING")
+                    draining = True
+                if self.stopping > 1 and not abandoned:
+                    with self.held_lock:
+                        log.info("abandoning %d attempts", len(self.held))
+                        for a in self.held.values():
+                            a.abandoned = True
+                            a.stop.set()
+                    abandoned = True
+                now = time.monotonic()
+                if now >= self.next_heartbeat:
+                    self.heartbeat("DRAINING" if draining else "READY")
+                    self.next_heartbeat = now + self.heartbeat_every
+                if now >= self.next_renew:
+                    self.renew_leases()
+                    self.next_renew = now + self.renew_every
                 with self.held_lock:
-                    log.info("abandoning %d attempts", len(self.held))
-                    for a in self.held.values():
-                        a.abandoned = True
-                        a.stop.set()
-                abandoned = True
-            now = time.monotonic()
-            if now >= next_heartbeat:
-                self.heartbeat("DRAINING" if draining else "READY")
-                next_heartbeat = now + self.heartbeat_every
-            if now >= next_renew:
-                self.renew_leases()
-                next_renew = now + self.renew_every
-            self.woken = False
-            got = self.poll()
-            if got == self.args.slots:
-                continue                # there may be more
-            if draining and not got:
-                with self.held_lock:
-                    if not self.held:
-                        break
-            now = time.monotonic()
-            self.wait_for_notification(min(MAX_WAIT, next_heartbeat - now, next_renew - now))
+                    idle = not self.held
+                if not draining:
+                    timeout = min(self.args.wait, self.next_heartbeat - now, self.next_renew - now)
+                else:           # nothing wakes us when the last attempt ends: look often
+                    timeout = 0 if idle else 0.2
+                cmds = self.wait_commands(timeout)
+                if draining and idle and not cmds:
+                    break       # DRAINING is committed and nothing more was dispatched
+                self.take(cmds)
+            except ObjectNotInPrerequisiteState as e:
+                # 55000 from heartbeat or wait_commands: the generation is stale (another
+                # process registered this worker, same node and capability: it owns the
+                # worker now), or wait_commands cannot work here (pg_sched not preloaded).
+                raise SystemExit(f"worker session ended: {e.diag.message_primary}")
+            except QueryCanceled:
+                continue        # our signal handler (or an operator) cancelled the wait
+            except psycopg.OperationalError as e:
+                if self.conn.closed:
+                    self.reconnect(e)
+                    if draining:
+                        self.next_heartbeat = 0     # registering made it READY again
+                else:   # the connection is fine: a transient error (deadlock, lock timeout)
+                    log.warning("%s: trying again", first_line(e))
+                    time.sleep(1)
         for _ in slots:
             self.todo.put(None)
         for t in slots:
             t.join()
-        self.heartbeat("STOPPED")
+        try:
+            self.heartbeat("STOPPED")
+        except psycopg.OperationalError as e:
+            log.warning("could not report STOPPED: %s", first_line(e))
         log.info("stopped")
 
     # -- attempts (slot threads) -----------------------------------------------------------
 
-    def slot_loop(self, conn):
+    def slot_loop(self, number):
+        conn = None
         while (a := self.todo.get()) is not None:
             try:
-                self.run_attempt(conn, a)
-            except psycopg.errors.ObjectNotInPrerequisiteState as e:
-                # stale lease_version or the attempt is no longer live: it was lost (lease
-                # expired and reaped).  Another attempt may own the step: stop, don't retry.
-                log.warning("attempt %s: lost (%s)", a.attempt_id, e.diag.message_primary)
+                conn = self.run_attempt(conn, number, a)
             except Exception:
                 log.exception("attempt %s: unexpected error", a.attempt_id)
             finally:
                 with self.held_lock:
                     self.held.pop(a.attempt_id, None)
-        conn.close()
+        if conn is not None:
+            conn.close()
 
-    def run_attempt(self, conn, a):
+    def call(self, conn, number, a, sql, params):
+        """One call about attempt `a` on the slot's connection, repeated (connecting again
+        if need be) until it succeeds: start_attempt and finish_attempt may be repeated.
+        Returns (connection, True), or (connection, False) when the lease is lost."""
+        delay = 0.1
+        while True:
+            try:
+                if conn is None or conn.closed:
+                    conn = self.connect(f"slot {number}")
+                conn.execute(sql, params)
+                return conn, True
+            except ObjectNotInPrerequisiteState as e:
+                # a stale lease_version or an attempt no longer live: it was lost (lease
+                # expired and reaped).  Another attempt may own the step: stop, don't retry.
+                log.warning("attempt %s: lost (%s)", a.attempt_id, e.diag.message_primary)
+                return conn, False
+            except psycopg.OperationalError as e:
+                # the connection lost (connected again at the next try), or a transient
+                # error (deadlock, lock timeout): the call is repeated
+                if a.lost or self.stopping > 1:
+                    return conn, False
+                log.warning("slot %d: %s: retrying in %.1f s", number, first_line(e), delay)
+                time.sleep(delay)
+                delay = min(delay * 2, RECONNECT_MAX)
+
+    def run_attempt(self, conn, number, a):
         if not a.stop.is_set():
-            conn.execute("SELECT sched.start_attempt(%s, %s)", (a.attempt_id, a.lease_version))
+            conn, live = self.call(conn, number, a, "SELECT sched.start_attempt(%s, %s)",
+                                   (a.attempt_id, a.lease_version))
+            if not live:
+                return conn
             outcome, detail = self.work(a)
         else:
             outcome, detail = "CANCELLED", {}   # cancelled before it started
         if a.lost:
-            return
+            return conn
         if a.abandoned:
             outcome, detail = "FAILED", {"error": "the worker shut down before the task ended"}
         elif a.stop.is_set() and outcome == "SUCCEEDED":
@@ -236,10 +310,12 @@ class Worker:
         a.finishing = True
         detail.update(task=a.payload.get("task"), node=self.args.node, worker=str(self.worker_id),
                       attempt_number=a.attempt_number)
-        conn.execute("SELECT sched.finish_attempt(%s, %s, %s, %s)",
-                     (a.attempt_id, a.lease_version, outcome, Jsonb(detail)))
-        log.debug("attempt %s (task %s, try %s): %s", a.attempt_id, a.payload.get("task"),
-                  a.attempt_number, outcome)
+        conn, live = self.call(conn, number, a, "SELECT sched.finish_attempt(%s, %s, %s, %s)",
+                               (a.attempt_id, a.lease_version, outcome, Jsonb(detail)))
+        if live:
+            log.debug("attempt %s (task %s, try %s): %s", a.attempt_id, a.payload.get("task"),
+                      a.attempt_number, outcome)
+        return conn
 
     def work(self, a):
         """The task itself. Returns (outcome, detail). Replace this with real work."""
@@ -251,9 +327,6 @@ class Worker:
             return "SUCCEEDED", {}
         except Exception as e:          # a bad payload is the task's failure, not ours
             return "FAILED", {"error": repr(e)}
-
-
-NOTIFIES_HAS_TIMEOUT = "timeout" in inspect.signature(psycopg.Connection.notifies).parameters
 
 
 def main():
@@ -268,6 +341,10 @@ def main():
     p.add_argument("--memory-mb", type=int, default=None, help="node memory_mb")
     p.add_argument("--gpus", type=int, default=None, help="node gpus")
     p.add_argument("--labels", type=json.loads, default=None, help='node labels, e.g. \'{"zone":"a"}\'')
+    p.add_argument("--wait", type=float, default=30.0,
+                   help="longest wait_commands, seconds (heartbeats and renewals may cut it short)")
+    p.add_argument("--pooler", action="store_true",
+                   help="connected through a pooler in transaction mode (pgbouncer): no prepared statements")
     p.add_argument("-v", "--verbose", action="store_true", help="log every attempt")
     args = p.parse_args()
     args.versions = args.versions.split(",")
@@ -276,11 +353,8 @@ def main():
 
     w = Worker(args)
     w.register()
-
-    def on_signal(signum, frame):
-        w.stopping += 1
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, w.on_signal)
+    signal.signal(signal.SIGINT, w.on_signal)
     w.run()
 
 
