@@ -38,7 +38,9 @@ COMMENT ON TABLE sched.node IS 'Worker nodes: static capacity, trusted labels, w
 
 CREATE TABLE sched.worker (
     worker_id           uuid PRIMARY KEY,
-    node_id             text COLLATE "C" NOT NULL REFERENCES sched.node (node_id),
+    -- a node of sched.node (register_worker checks it; no foreign key, so that
+    -- pg_restore -j may load the two tables in either order, as for every other table)
+    node_id             text COLLATE "C" NOT NULL,
     capability          text NOT NULL CONSTRAINT worker_capability_not_empty CHECK (capability <> ''),
     capability_versions text[] NOT NULL
                         CONSTRAINT worker_versions_not_empty CHECK (cardinality(capability_versions) > 0),

@@ -31,7 +31,9 @@ CREATE SEQUENCE sched.request_id_seq;
 
 CREATE TABLE sched.request (
     request_id          bigint PRIMARY KEY DEFAULT nextval('sched.request_id_seq'),
-    execution_id        uuid NOT NULL REFERENCES sched.execution (execution_id),
+    -- an execution of sched.execution (submit creates it first; no foreign key, so that
+    -- pg_restore -j may load the two tables in either order)
+    execution_id        uuid NOT NULL,
     step_id             uuid NOT NULL,
     attempt_number      int NOT NULL CONSTRAINT request_attempt_number_positive CHECK (attempt_number >= 1),
     tenant              text COLLATE "C" NOT NULL,

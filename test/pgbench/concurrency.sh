@@ -138,6 +138,7 @@ declare -A corrupt=(
     [step_in_exactly_one_state]="CREATE TEMP TABLE x AS SELECT * FROM sched.request WHERE request_id = (SELECT request_id FROM sched.attempt WHERE attempt_id = $live_attempt); UPDATE x SET request_id = nextval('sched.request_id_seq'), attempt_number = attempt_number + 1, state = 'PENDING', attempt_id = NULL; ALTER TABLE x DROP COLUMN shape; INSERT INTO sched.request SELECT * FROM x"
     [step_state_matches_execution]="UPDATE sched.execution SET status = 'SUCCEEDED', finished_at = now() WHERE execution_id = (SELECT execution_id FROM sched.attempt WHERE attempt_id = $live_attempt)"
     [execution_state_consistent]="UPDATE sched.execution SET finished_at = now() WHERE execution_id = (SELECT execution_id FROM sched.request WHERE request_id = $pending_request)"
+    [fleet_and_queue_references_exist]="UPDATE sched.request SET execution_id = gen_random_uuid() WHERE request_id = $pending_request"
     [no_orphan_command]="UPDATE sched.command SET attempt_id = gen_random_uuid() WHERE command_id = (SELECT min(command_id) FROM sched.command)"
     [command_matches_its_attempt]="UPDATE sched.command SET worker_generation = worker_generation + 1 WHERE command_id = (SELECT min(command_id) FROM sched.command)"
     [no_orphan_milestone]="UPDATE sched.timeline SET attempt_id = gen_random_uuid() WHERE timeline_id = (SELECT min(timeline_id) FROM sched.timeline WHERE attempt_id IS NOT NULL)"

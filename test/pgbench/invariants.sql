@@ -175,6 +175,16 @@ BEGIN
              WHERE NOT EXISTS (SELECT 1 FROM sched.execution e WHERE e.execution_id = a.execution_id)
                 OR NOT EXISTS (SELECT 1 FROM sched.worker w WHERE w.worker_id = a.worker_id)
                 OR NOT EXISTS (SELECT 1 FROM sched.node n WHERE n.node_id = a.node_id) $q$),
+        -- every worker's node and every request's execution exist (no foreign keys:
+        -- pg_restore -j loads tables in any order)
+        ('fleet_and_queue_references_exist', $q$
+            SELECT format('worker %s: node %s missing', w.worker_id, w.node_id)
+              FROM sched.worker w
+             WHERE NOT EXISTS (SELECT 1 FROM sched.node n WHERE n.node_id = w.node_id)
+            UNION ALL
+            SELECT format('request %s: execution %s missing', r.request_id, r.execution_id)
+              FROM sched.request r
+             WHERE NOT EXISTS (SELECT 1 FROM sched.execution e WHERE e.execution_id = r.execution_id) $q$),
         -- no orphan command: its attempt and its worker exist
         ('no_orphan_command', $q$
             SELECT format('command %s (%s): attempt %s %s, worker %s %s', c.command_id, c.kind,
