@@ -253,6 +253,9 @@ SELECT count(*) AS pending, count(*) FILTER (WHERE blocked = 'none') AS not_bloc
 SELECT * FROM sched.queue_stats('2024-01-01 12:00:00+00');
 -- ten minutes later nothing was dispatched in the last 5 minutes, and R2 starves too
 SELECT * FROM sched.queue_stats('2024-01-01 12:10:00+00');
+-- asked for a time before every request of the queue was queued: nothing has waited
+-- yet (oldest_wait 0, not negative, as sched.pending's waited)
+SELECT tenant, capability, pending, ready_now, oldest_wait FROM sched.queue_stats('2023-12-31 00:00:00+00');
 
 -- ---------------------------------------------------------------------------------
 -- attempt_overview(at): live attempts first, newest first (attempt_id is random: omitted)

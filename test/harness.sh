@@ -4,7 +4,7 @@
 #   harness.sh deps                 install the Debian packages that are missing
 #   harness.sh test [SUITE...]      deps, build, install, throwaway cluster, suites
 #                                   (unit sanitize fuzz regress pgtap pgbench upgrade hostile
-#                                   e2e soak tap; default all)
+#                                   dump metrics e2e soak tap; default all)
 #   harness.sh demo                 deps, build, install, throwaway cluster, demo/demo.sql
 #   harness.sh bench                deps, build, install, throwaway cluster, bench/run.sh
 #   harness.sh soak | fuzz | valgrind | sqlsmith
@@ -45,7 +45,7 @@ deps() {
     [ -n "${SCHED_NO_BUILD:-}" ] && [ $# -eq 0 ] && return 0
     local pkgs=(make gcc clang libclang-rt-dev postgresql-15 postgresql-server-dev-15
                 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl libipc-run-perl
-                python3-psycopg "$@")
+                python3-psycopg pgbouncer prometheus-postgres-exporter "$@")
     local missing=() p
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -200,8 +200,22 @@ suite_upgrade() {
 }
 
 suite_e2e() {
-    # the examples/python worker and scheduler, end to end (test/e2e/python.sh)
-    bash test/e2e/python.sh
+    # the examples' workers and scheduler end to end, directly and through pgbouncer
+    # (test/e2e/python.sh), and the Node worker (test/e2e/node.sh)
+    local rc=0
+    bash test/e2e/python.sh || rc=1
+    if [ -f test/e2e/node.sh ]; then bash test/e2e/node.sh || rc=1; fi
+    return $rc
+}
+
+suite_dump() {
+    # pg_dump of a busy database, restored five ways, exact and working (test/dump)
+    bash test/dump/run.sh
+}
+
+suite_metrics() {
+    # the postgres_exporter queries file, scraped by the real exporter (test/metrics)
+    bash test/metrics/run.sh
 }
 
 suite_sanitize() {
@@ -266,7 +280,7 @@ case "$cmd" in
         trap remove_cluster EXIT
         start_cluster test "fsync = off"
         if [ $# -eq 0 ]; then
-            set -- unit sanitize fuzz regress pgtap pgbench upgrade hostile e2e soak tap
+            set -- unit sanitize fuzz regress pgtap pgbench upgrade hostile dump metrics e2e soak tap
         fi
         run_suites "$@"
         ;;

@@ -138,7 +138,8 @@ WITH waiting AS (
            count(*) AS pending,
            count(*) FILTER (WHERE r.available_at <= $1
                               AND (r.state = 'PENDING' OR r.claimed_until <= $1)) AS ready_now,
-           date_trunc('second', max($1 - r.queued_at)) AS oldest_wait,
+           -- a request queued for later has waited nothing yet (as in sched.pending)
+           greatest(date_trunc('second', max($1 - r.queued_at)), interval '0') AS oldest_wait,
            count(*) FILTER (WHERE r.queued_at < $1 - make_interval(secs => sched.setting_seconds('sched.starvation_after')))
                AS starving
       FROM sched.request r
