@@ -11,7 +11,8 @@
 #
 # Workloads (the numbers of issue 5):
 #   1. dispatch_attempt, one per transaction, 1 / 8 / 32 clients, 1,000 nodes
-#      vs the write floor (and the floor + NOTIFY with 8 and 32 clients, the PL/pgSQL
+#      vs the write floor (and, with 8 and 32 clients, the floor + NOTIFY and pg_sched
+#      itself with sched.notify_workers on, as 0.1.0 ran by default; the PL/pgSQL
 #      dispatch with 8)
 #   2. dispatch_next(100), 8 clients, 1,000 nodes: placements/s
 #      vs PL/pgSQL dispatch_next and the plain queue claim
@@ -287,18 +288,21 @@ if wants 1; then
         settle "$DB_DISPATCH" reset
         for r in $(seq 1 "$RUNS"); do
             impls="pg floor"
-            [ "$c" != 1 ] && impls="$impls floor_notify"
+            [ "$c" != 1 ] && impls="$impls pg_notify floor_notify"
             [ "$c" = 8 ] && impls="$impls plpgsql"
             line=""
             for impl in $impls; do
+                opts=""
                 case $impl in
                     pg) script=w1_dispatch_attempt.pgbench ;;
+                    # what 0.1.0 did by default: a NOTIFY per dispatch (issue 13)
+                    pg_notify) script=w1_dispatch_attempt.pgbench; opts="-c sched.notify_workers=on" ;;
                     floor) script=w1_write_floor.pgbench ;;
                     floor_notify) script=w1_write_floor_notify.pgbench ;;
                     plpgsql) script=w1_plpgsql.pgbench ;;
                 esac
                 before=$(count_attempts "$DB_DISPATCH")
-                pgb "w1_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T1" -D nodes="$FLEET" -f "$PGB_DIR/$script"
+                PGOPTIONS="$opts" pgb "w1_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T1" -D nodes="$FLEET" -f "$PGB_DIR/$script"
                 made=$(( $(count_attempts "$DB_DISPATCH") - before ))
                 rate=$(calc "$made / $PGB_SECONDS")
                 record "w1.$impl.c$c" "$rate"
@@ -549,13 +553,14 @@ large=${sizes[${#sizes[@]}-1]}
 if wants 1; then
     for c in $W1_CLIENTS; do
         pg=$(median "w1.pg.c$c"); fl=$(median "w1.floor.c$c"); pl=$(median "w1.plpgsql.c$c")
-        fn=$(median "w1.floor_notify.c$c")
+        fn=$(median "w1.floor_notify.c$c"); pn=$(median "w1.pg_notify.c$c")
         base="write floor $(fmt "$fl")/s"
         [ -n "$fn" ] && base="$base; floor + NOTIFY $(fmt "$fn")/s"
+        [ -n "$pn" ] && base="$base; pg_sched with NOTIFY (notify_workers on) $(fmt "$pn")/s"
         [ -n "$pl" ] && base="$base; PL/pgSQL $(fmt "$pl")/s"
         rt=$(ratio "$pg" "$fl")
         row 1 "dispatch_attempt, $c client$( [ "$c" != 1 ] && echo s), $FLEET nodes" "dispatches/s" "$(fmt "$pg")" "$base" "${rt}x floor" ">= 0.8x floor" "$(yesno ge "$rt" 0.8)"
-        note "Workload 1, $c client$( [ "$c" != 1 ] && echo s): pg_sched $(fmt "$pg")/s is ${rt}x the write floor ($(fmt "$fl")/s)$( [ -n "$fn" ] && echo ", $(ratio "$pg" "$fn")x the floor with NOTIFY ($(fmt "$fn")/s)")$( [ -n "$pl" ] && echo " and $(ratio "$pg" "$pl")x PL/pgSQL ($(fmt "$pl")/s)"); target >= 0.8x the floor: $(yesno ge "$rt" 0.8). Fraction of calls that placed: $(fmt "$(median "w1.pg.c$c.placed_fraction")" 3)."
+        note "Workload 1, $c client$( [ "$c" != 1 ] && echo s): pg_sched $(fmt "$pg")/s is ${rt}x the write floor ($(fmt "$fl")/s)$( [ -n "$fn" ] && echo ", $(ratio "$pg" "$fn")x the floor with NOTIFY ($(fmt "$fn")/s)")$( [ -n "$pn" ] && echo ", $(ratio "$pg" "$pn")x itself with sched.notify_workers on ($(fmt "$pn")/s)")$( [ -n "$pl" ] && echo " and $(ratio "$pg" "$pl")x PL/pgSQL ($(fmt "$pl")/s)"); target >= 0.8x the floor: $(yesno ge "$rt" 0.8). Fraction of calls that placed: $(fmt "$(median "w1.pg.c$c.placed_fraction")" 3)."
     done
 fi
 if wants 2; then
