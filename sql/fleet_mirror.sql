@@ -236,3 +236,29 @@ COMMIT;
 SELECT pg_temp.err($$SELECT sched._fleet_mirror_check(NULL)$$);
 -- the trigger function is only a trigger
 SELECT pg_temp.err($$SELECT sched._fleet_changed()$$);
+
+-- ---------------------------------------------------------------------------------
+-- A transaction that changed the fleet before the mirror lost entries (here: the
+-- session's first use of the mirror, as every new server connection behind a pooler)
+-- and then rolled back: its rows were read by the reload, so reloading goes on until a
+-- later transaction (found by test/pooler; the mirror kept the rolled-back weight).
+-- ---------------------------------------------------------------------------------
+\c
+SET TIME ZONE 'UTC';
+BEGIN;
+SELECT weight FROM sched.upsert_node('r1', weight => 777);
+SELECT sched._fleet_mirror_check('m') AS differ_in_transaction;
+ROLLBACK;
+SELECT sched._fleet_mirror_check('m') AS differ_after_rollback;
+SELECT node_id, weight FROM sched.rank_candidates('m', '1', heartbeat_ttl => '50 years') WHERE node_id = 'r1';
+-- the same with a savepoint rolled back in a transaction that commits
+\c
+SET TIME ZONE 'UTC';
+BEGIN;
+SAVEPOINT s;
+SELECT weight FROM sched.upsert_node('r1', weight => 555);
+SELECT sched._fleet_mirror_check('m') AS differ_in_savepoint;
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT sched._fleet_mirror_check('m') AS differ_after_savepoint_rollback;
+SELECT node_id, weight FROM sched.rank_candidates('m', '1', heartbeat_ttl => '50 years') WHERE node_id = 'r1';

@@ -27,7 +27,9 @@
  * transactions still running may have written entries this backend never saw.  The mirror
  * then reloads each capability from scratch at every refresh until a snapshot shows every
  * transaction older than the loss (xid < reload_xid) settled: transactions started after
- * it append only entries this backend reads.  A prepared transaction keeps it in that mode
+ * it append only entries this backend reads.  The refreshing transaction itself counts
+ * as unsettled when its xid is older than the loss (its own rows, read by the reloads,
+ * may yet roll back).  A prepared transaction keeps it in that mode
  * (correct, but as slow as no mirror) until it is resolved.
  *
  * The mirror is used only where it is exact: READ COMMITTED (snapshots of one backend
@@ -545,14 +547,21 @@ lose_entries(uint64 head)
 	M.losses++;
 }
 
-/* Whether every transaction with an xid before M.reload_xid is settled in S. */
+/*
+ * Whether every transaction with an xid before M.reload_xid is settled in S.  This
+ * transaction never is while it runs: if it wrote fleet rows before the loss, their
+ * entries were skipped, and the reloads read its own uncommitted rows; only a refresh in
+ * a later transaction (when it has committed or rolled back) may end the reloading.
+ */
 static bool
 older_settled(Snapshot S)
 {
 	int			i;
-
+	TransactionId mine = GetTopTransactionIdIfAny();
 	TransactionId xid;
 
+	if (TransactionIdIsValid(mine) && TransactionIdPrecedes(mine, M.reload_xid))
+		return false;
 	/* S treats xids from its xmax on as running: only ours may be among them */
 	if (TransactionIdPrecedes(S->xmax, M.reload_xid))
 	{

@@ -4,7 +4,7 @@
 #   harness.sh deps                 install the Debian packages that are missing
 #   harness.sh test [SUITE...]      deps, build, install, throwaway cluster, suites
 #                                   (unit sanitize fuzz regress pgtap pgbench upgrade hostile
-#                                   dump metrics e2e soak tap; default all)
+#                                   dump metrics pooler e2e soak tap; default all)
 #   harness.sh demo                 deps, build, install, throwaway cluster, demo/demo.sql
 #   harness.sh bench                deps, build, install, throwaway cluster, bench/run.sh
 #   harness.sh soak | fuzz | valgrind | sqlsmith
@@ -213,6 +213,12 @@ suite_dump() {
     bash test/dump/run.sh
 }
 
+suite_pooler() {
+    # every pg_sched call through pgbouncer in transaction mode, 8 clients on 2 server
+    # connections: the fleet mirror, wait_commands, prepared statements, settings
+    bash test/pooler/run.sh
+}
+
 suite_metrics() {
     # the postgres_exporter queries file, scraped by the real exporter (test/metrics)
     bash test/metrics/run.sh
@@ -280,7 +286,7 @@ case "$cmd" in
         trap remove_cluster EXIT
         start_cluster test "fsync = off"
         if [ $# -eq 0 ]; then
-            set -- unit sanitize fuzz regress pgtap pgbench upgrade hostile dump metrics e2e soak tap
+            set -- unit sanitize fuzz regress pgtap pgbench upgrade hostile dump metrics pooler e2e soak tap
         fi
         run_suites "$@"
         ;;
