@@ -255,7 +255,7 @@ static SchedStatement tenant_live_pruned = {
 };
 
 static SchedStatement worker_generation = {
-	"SELECT w.generation, w.registered_by FROM sched.worker w "
+	"SELECT w.generation, w.registered_by, w.runtime_state FROM sched.worker w "
 	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
 	1, {UUIDOID}
 };
@@ -657,12 +657,16 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 
 /* ---- the SQL functions ---------------------------------------------------------------- */
 
+/* a worker's runtime_state, as check_worker_session reads it */
+typedef char WorkerState[16];
+
 /*
  * Refuses a caller who may not act for the worker (42501), an unknown worker (42704) and
- * a generation that is not the current one (55000).  Inside SPI.
+ * a generation that is not the current one (55000); sets *state (unless NULL) to the
+ * worker's runtime_state.  Inside SPI.
  */
 static void
-check_worker_session(const pg_uuid_t *worker_id, int64 generation)
+check_worker_session(const pg_uuid_t *worker_id, int64 generation, WorkerState *state)
 {
 	Datum		v[1];
 	bool		isnull;
@@ -682,20 +686,27 @@ check_worker_session(const pg_uuid_t *worker_id, int64 generation)
 				 errmsg("stale generation " INT64_FORMAT " for worker %s", generation,
 						sched_uuid_out(worker_id)),
 				 errdetail("The current generation is " INT64_FORMAT ".", current)));
+	if (state != NULL)
+	{
+		Datum		d = sched_spi_get(0, 3, &isnull);
+
+		strlcpy(*state, isnull ? "" : TextDatumGetCString(d), sizeof(WorkerState));
+	}
 }
 
 /*
  * Delivers up to `max` commands of the worker's generation into the call's result set,
- * marked delivered at `at`; how many.  check_worker_session() first.  Inside SPI.
+ * marked delivered at `at`; how many.  check_worker_session() first (setting *state).
+ * Inside SPI.
  */
 static uint64
 deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 generation,
-				 int32 max, TimestampTz at)
+				 int32 max, TimestampTz at, WorkerState *state)
 {
 	Datum		v[4];
 	uint64		i;
 
-	check_worker_session(worker_id, generation);
+	check_worker_session(worker_id, generation, state);
 	v[0] = UUIDPGetDatum(worker_id);
 	v[1] = Int64GetDatum(generation);
 	v[2] = Int32GetDatum(max);
@@ -753,9 +764,22 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	deliver_commands(rsinfo, &worker_id, generation, max, PG_GETARG_TIMESTAMPTZ(3));
+	deliver_commands(rsinfo, &worker_id, generation, max, PG_GETARG_TIMESTAMPTZ(3), NULL);
 	SPI_finish();
 	return (Datum) 0;
+}
+
+/* sched._wake_worker(worker_id): the worker's waiting session returns at this
+ * transaction's commit (heartbeat to DRAINING or STOPPED, register_worker). */
+PG_FUNCTION_INFO_V1(sched_wake_worker_at_commit);
+
+Datum
+sched_wake_worker_at_commit(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t	worker_id = uuid_arg(fcinfo, 0);
+
+	sched_wake_worker(&worker_id);
+	PG_RETURN_VOID();
 }
 
 /* the longest wait_commands may sleep */
@@ -764,7 +788,8 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 /*
  * wait_commands(worker_id, generation, max, timeout) → what poll_commands returns, at
  * once when there is something; otherwise it sleeps until a command for the worker
- * commits (wakeup.c: no NOTIFY) or `timeout` passes, then returns what there is, maybe
+ * commits (wakeup.c: no NOTIFY), the worker's runtime_state changes (a heartbeat to
+ * DRAINING or STOPPED wakes it), or `timeout` passes, then returns what there is, maybe
  * nothing.  Commands are marked delivered at the moment they are read.  While it sleeps
  * it holds no snapshot and no lock (the delivered rows are locked only by the poll that
  * returns them), and a cancel or statement_timeout ends it at once.
@@ -785,6 +810,8 @@ sched_wait_commands(PG_FUNCTION_ARGS)
 	Interval   *timeout;
 	int64		timeout_us;
 	TimestampTz deadline;
+	WorkerState state_at_start;
+	WorkerState state;
 
 	sched_check_not_null(fcinfo, 0, "worker_id");
 	sched_check_not_null(fcinfo, 1, "generation");
@@ -817,7 +844,7 @@ sched_wait_commands(PG_FUNCTION_ARGS)
 	/* who may, before where: a caller who may not act for the worker always gets 42501 */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	check_worker_session(&worker_id, generation);
+	check_worker_session(&worker_id, generation, &state_at_start);
 	SPI_finish();
 	sched_wakeup_check_can_sleep();
 
@@ -833,9 +860,10 @@ sched_wait_commands(PG_FUNCTION_ARGS)
 			sched_wakeup_arm();
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "pg_sched: SPI_connect failed");
-			n = deliver_commands(rsinfo, &worker_id, generation, max, GetCurrentTimestamp());
+			n = deliver_commands(rsinfo, &worker_id, generation, max, GetCurrentTimestamp(),
+								 &state);
 			SPI_finish();
-			if (n > 0 || !sched_wakeup_sleep(deadline))
+			if (n > 0 || strcmp(state, state_at_start) != 0 || !sched_wakeup_sleep(deadline))
 				break;
 		}
 	}

@@ -84,6 +84,15 @@ BEGIN
 END
 $$;
 
+/* _wake_worker: at the commit of the calling transaction, the worker's session waiting in
+ * wait_commands returns (src/wakeup.c), as for a command.  Internal (heartbeat,
+ * register_worker). */
+CREATE OR REPLACE FUNCTION sched._wake_worker(worker_id uuid)
+RETURNS void
+AS 'MODULE_PATHNAME', 'sched_wake_worker_at_commit'
+LANGUAGE C VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp;
+
 /*
  * register_worker: a worker (re)starts its session on a node for one capability.  The
  * worker of a (node, capability) keeps its worker_id across registrations; each
@@ -157,6 +166,8 @@ BEGIN
             registered_by = coalesce(w.registered_by, sched._caller())
         WHERE w.worker_id = existing.worker_id
         RETURNING w.worker_id, w.generation INTO result.worker_id, result.generation;
+        -- the replaced session's wait_commands returns at once (and is refused, 55000)
+        PERFORM sched._wake_worker(result.worker_id);
         RETURN result;
     END IF;
 
@@ -220,6 +231,12 @@ BEGIN
                   HINT = 'A worker session that re-registered elsewhere replaced this one; register again.';
     END IF;
 
+    -- a worker that starts draining or stops: its wait_commands returns at once, so a
+    -- loop that cannot cancel its wait (node-postgres) sees the new state now
+    IF heartbeat.runtime_state IN ('DRAINING', 'STOPPED')
+       AND cur.runtime_state IS DISTINCT FROM heartbeat.runtime_state THEN
+        PERFORM sched._wake_worker(cur.worker_id);
+    END IF;
     UPDATE sched.worker w SET
         last_heartbeat = greatest(w.last_heartbeat, heartbeat.at),
         runtime_state = heartbeat.runtime_state

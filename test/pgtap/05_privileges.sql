@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(773);
+SELECT plan(778);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -229,7 +229,8 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched._require_text(text,text)', NULL, $$SELECT sched._require_text('a', 'x')$$, NULL),
   ('sched._require_worker_access(uuid,regrole)', NULL,
    $$SELECT sched._require_worker_access('c1000000-0000-4000-8000-000000000001', 't_worker')$$, NULL),
-  ('sched._unknown(text,text)', NULL, $$SELECT sched._unknown('node', 'x')$$, NULL);
+  ('sched._unknown(text,text)', NULL, $$SELECT sched._unknown('node', 'x')$$, NULL),
+  ('sched._wake_worker(uuid)', NULL, $$SELECT sched._wake_worker('c1000000-0000-4000-8000-000000000001')$$, NULL);
 GRANT SELECT ON holds, fn TO PUBLIC;
 
 -- the table is the schema: every function, no other; public ones have a job, internal ones none

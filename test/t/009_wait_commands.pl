@@ -8,6 +8,8 @@
 #     START command (if the wake-up were lost, it would sleep its 10 minutes and the
 #     harness's timeout would fail the test);
 #   - with two workers waiting, a command for one wakes only that one;
+#   - a heartbeat that changes the state to DRAINING or STOPPED wakes the worker's wait,
+#     and so does a new registration (the replaced session's wait is refused, 55000);
 #   - pg_cancel_backend and statement_timeout end a wait at once with their errors, and
 #     the next wait of the session works;
 #   - a streaming standby refuses it (25006), and so does a server without pg_sched in
@@ -140,6 +142,28 @@ is($node->safe_psql('postgres', "SELECT outcome FROM sched.dispatch_attempt($r2)
 	"a dispatch to w2 commits");
 is(finish_wait($bg2), "START $step2", 'w2 returns its START command');
 ok(sleeping($pid1), 'w1 sleeps on');
+
+# ---------------------------------------------------------------------------------------
+# Woken by its own state: a drain, a new registration
+# ---------------------------------------------------------------------------------------
+$node->safe_psql('postgres', "SELECT sched.heartbeat('$w2', 1, runtime_state => 'DRAINING')");
+start_wait($bg2, $w2, '10 min');
+ok(sleeping($pid2), 'w2 waits while DRAINING already');
+$node->safe_psql('postgres', "SELECT sched.heartbeat('$w2', 1, runtime_state => 'DRAINING')");
+ok(sleeping($pid2), 'another DRAINING heartbeat does not wake it (no change of state)');
+$node->safe_psql('postgres', "SELECT sched.heartbeat('$w2', 1, runtime_state => 'STOPPED')");
+is(finish_wait($bg2), '', 'a heartbeat to STOPPED wakes its wait: it returns nothing, at once');
+$node->safe_psql('postgres', "SELECT sched.heartbeat('$w2', 1, runtime_state => 'READY')");
+my $bg3 = $node->background_psql('postgres', on_error_stop => 0);
+my $pid3 = $bg3->query_safe('SELECT pg_backend_pid()');
+start_wait($bg3, $w2, '10 min');
+ok(sleeping($pid3), 'w2 waits again');
+is($node->safe_psql('postgres',
+		"SELECT generation FROM sched.register_worker('node-a', 'other', ARRAY['v1'], 8, worker_id => '$w2')"),
+	'2', 'w2 registers again (generation 2)');
+is(finish_wait($bg3), '', 'the replaced session\'s wait returns at once');
+like($bg3->{stderr}, qr/stale generation 1 for worker $w2/, 'refused: stale generation');
+$bg3->quit;
 
 # ---------------------------------------------------------------------------------------
 # Cancelled at once
