@@ -34,10 +34,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 PGBIN=/usr/lib/postgresql/15/bin
 PGXS_DIR=/usr/lib/postgresql/15/lib/pgxs
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-RUN_USER=$(id -un)
-[ "$(id -u)" -eq 0 ] && RUN_USER=postgres
+# SUDO ("sudo" when not root), RUN_USER (postgres when root), as_run_user, free_port
+# shellcheck source=test/lib/common.sh
+source "$ROOT/test/lib/common.sh"
 
 log() { printf '\n=== %s\n' "$*"; }
 
@@ -65,10 +64,6 @@ build_install() {
     $SUDO make -s install PG_CONFIG=$PGBIN/pg_config
 }
 
-as_run_user() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u "$RUN_USER" -- "$@"; else "$@"; fi
-}
-
 choose_tmp() {
     if [ -z "${SCHED_TMP:-}" ]; then
         SCHED_TMP="$ROOT/.tmp"
@@ -84,15 +79,6 @@ choose_tmp() {
     mkdir -p "$SCHED_TMP"
     [ "$(id -u)" -eq 0 ] && chown "$RUN_USER" "$SCHED_TMP"
     export SCHED_TMP
-}
-
-free_port() {
-    local p
-    for _ in $(seq 1 200); do
-        p=$(( 20000 + RANDOM % 30000 ))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return; fi
-    done
-    echo "no free port found" >&2; exit 1
 }
 
 CLUSTER_DATA=""

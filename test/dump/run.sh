@@ -66,6 +66,9 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+TEST_SUITE=dump
+# shellcheck source=test/lib/common.sh
+source "$ROOT/test/lib/common.sh"      # say, pass, fail (as "FAIL (dump): ...")
 : "${PGHOST:?PGHOST must point at the test cluster}" "${PGPORT:?PGPORT must be set}"
 export PGUSER=${PGUSER:-postgres}
 unset PGDATABASE PGOPTIONS
@@ -76,7 +79,6 @@ INVARIANTS="$ROOT/test/pgbench/invariants.sql"
 SRC=sched_dump_src
 TARGETS=(sched_dump_r_plain sched_dump_r_single sched_dump_r_sql sched_dump_r_data sched_dump_r_jobs)
 WORK=$(mktemp -d /tmp/sched_dump.XXXXXX)
-CHECKS=0
 FAILED=1                 # cleared at the end; the EXIT trap reports a failure
 BUSY_PID=""
 HOLDER_PROC=""
@@ -92,10 +94,6 @@ on_exit() {
     fi
 }
 trap on_exit EXIT
-
-say() { printf '%s\n' "--- dump [${SECONDS}s]: $*"; }
-pass() { CHECKS=$((CHECKS + 1)); printf 'ok %d - %s\n' "$CHECKS" "$*"; }
-fail() { printf '%s\n' "FAIL (dump): $*" >&2; exit 1; }
 
 PSQL=(psql -X -q -v ON_ERROR_STOP=1)
 # value DB SQL [USER]: what the query returns (fields separated by a space)

@@ -47,33 +47,18 @@ APP=sched_e2e_node_app          # sched_scheduler: submits, dispatches, reaps, c
 WROLE=sched_e2e_node_worker     # sched_worker: the worker
 : "${PGHOST:?PGHOST must point at the test cluster}" "${PGPORT:?PGPORT must be set}"
 export PGUSER=${PGUSER:-postgres}
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-# shellcheck source=../lib/pgbouncer.sh
+# shellcheck source=test/lib/common.sh
+source "$ROOT/test/lib/common.sh"      # fail, pass, check_eq, stop_pid, apt_install, ...
+# shellcheck source=test/lib/pgbouncer.sh
 source "$ROOT/test/lib/pgbouncer.sh"
 
 # ---- node, npm, python with psycopg 3 ------------------------------------------------------
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "installing nodejs and npm"
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+    apt_install --with-recommends nodejs npm
 fi
 node -e 'process.exit(+process.versions.node.split(".")[0] >= 18 ? 0 : 1)' \
     || { echo "FAIL: node $(node --version) is older than 18" >&2; exit 1; }
-find_python() {
-    local p
-    for p in ${PYTHON:-} python3 /usr/bin/python3; do
-        if command -v "$p" >/dev/null && "$p" -c 'import psycopg' 2>/dev/null; then
-            PY=$(command -v "$p"); return 0
-        fi
-    done
-    return 1
-}
-if ! find_python; then
-    echo "installing python3-psycopg"
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-psycopg >/dev/null
-    find_python || { echo "FAIL: no python3 can import psycopg after installing python3-psycopg" >&2; exit 1; }
-fi
+require_python_with_psycopg
 
 WORK=$(mktemp -d /tmp/pg_sched_e2e_node.XXXXXX)
 chmod 755 "$WORK"      # pgbouncer (as postgres) keeps its files in a directory below
@@ -82,19 +67,6 @@ echo "node $(node --version), npm $(npm --version), python: $PY; work dir $WORK"
 
 # ---- processes -----------------------------------------------------------------------------
 PIDS=()          # every process started here
-
-stop_pid() {     # stop_pid PID [SECONDS]: SIGTERM, wait (default 30 s), then SIGKILL; returns its exit status
-    local pid=$1 i
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 $(( ${2:-30} * 10 ))); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    local rc=0
-    wait "$pid" 2>/dev/null || rc=$?
-    return $rc
-}
 
 on_exit() {
     local rc=$? pid f
@@ -116,14 +88,7 @@ on_exit() {
 }
 trap on_exit EXIT
 
-# ---- checks --------------------------------------------------------------------------------
-CHECKS=0
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { CHECKS=$((CHECKS + 1)); echo "ok $CHECKS - $*"; }
-check_eq() {     # check_eq WHAT ACTUAL EXPECTED
-    [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
-    pass "$1 ($2)"
-}
+# ---- queries (the checks: fail, pass, check_eq of test/lib/common.sh) -----------------------
 q() { psql -X -qAt -v ON_ERROR_STOP=1 -d "$DB" -c "$1"; }
 wait_until() {   # wait_until WHAT SQL: until SQL says t (fails after TIMEOUT s, or if a worker died)
     local deadline=$((SECONDS + TIMEOUT))

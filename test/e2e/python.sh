@@ -59,35 +59,17 @@ export PGUSER=${PGUSER:-postgres}
 export PYTHONDONTWRITEBYTECODE=1      # (the audit's check imports scheduler.py from the tree)
 DB_PORT=$PGPORT
 
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-apt_install() {
-    echo "installing $*"
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
+# shellcheck source=test/lib/common.sh
+source "$ROOT/test/lib/common.sh"      # fail, pass, check_eq, stop_pid, require_python_with_psycopg
+# shellcheck source=test/lib/pgbouncer.sh
+source "$ROOT/test/lib/pgbouncer.sh"
 
 # ---- python with psycopg 3, pgbouncer ----------------------------------------------------
-find_python() {
-    local p
-    for p in ${PYTHON:-} python3 /usr/bin/python3; do
-        if command -v "$p" >/dev/null && "$p" -c 'import psycopg' 2>/dev/null; then
-            PY=$(command -v "$p"); return 0
-        fi
-    done
-    return 1
-}
-if ! find_python; then
-    apt_install python3-psycopg
-    find_python || { echo "FAIL: no python3 can import psycopg after installing python3-psycopg" >&2; exit 1; }
-fi
+require_python_with_psycopg
 PGBOUNCER=""
 if [[ " $SCENARIOS " == *" pooled-"* ]]; then
-    PGBOUNCER=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
-    if [ ! -x "$PGBOUNCER" ]; then
-        apt_install pgbouncer
-        [ -x "$PGBOUNCER" ] || { echo "FAIL: no pgbouncer after installing the Debian package" >&2; exit 1; }
-    fi
+    pgbouncer_install
+    PGBOUNCER=$PGBOUNCER_BIN
 fi
 
 WORK=$(mktemp -d /tmp/pg_sched_e2e_py.XXXXXX)
@@ -113,37 +95,13 @@ SQL
 # ---- processes ---------------------------------------------------------------------------
 PIDS=()          # every process started here
 DIR=""           # the current scenario's directory (logs shown on failure)
-BOUNCER_DIR="" BOUNCER_PORT="" BOUNCER_PID=""
-
-stop_pid() {     # stop_pid PID: SIGTERM, up to 10 s, then SIGKILL; returns its exit status
-    local pid=$1 i
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    local rc=0
-    wait "$pid" 2>/dev/null || rc=$?
-    return $rc
-}
-
-stop_pgbouncer() {
-    [ -n "$BOUNCER_PID" ] || return 0
-    # as root, $BOUNCER_PID is runuser's: signal pgbouncer itself (its pidfile)
-    local pid
-    pid=$(cat "$BOUNCER_DIR/pgbouncer.pid" 2>/dev/null || echo "$BOUNCER_PID")
-    kill -TERM "$pid" 2>/dev/null || true
-    stop_pid "$BOUNCER_PID" >/dev/null 2>&1 || true
-    BOUNCER_PID=""
-}
 
 on_exit() {
     local rc=$? pid
     for pid in "${PIDS[@]}"; do
         kill -0 "$pid" 2>/dev/null && stop_pid "$pid" >/dev/null 2>&1 || true
     done
-    stop_pgbouncer
+    pgbouncer_stop
     if [ $rc -ne 0 ] && [ -n "$DIR" ]; then
         local f
         for f in "$DIR"/*.log; do
@@ -157,75 +115,15 @@ on_exit() {
 }
 trap on_exit EXIT
 
-free_port() {    # as test/harness.sh: random, and nobody answers there
-    local p
-    for _ in $(seq 1 200); do
-        p=$(( 20000 + RANDOM % 30000 ))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return; fi
-    done
-    echo "no free port found" >&2; exit 1
-}
-
-# ---- checks ------------------------------------------------------------------------------
-CHECKS=0
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { CHECKS=$((CHECKS + 1)); echo "ok $CHECKS - $*"; }
-check_eq() {     # check_eq WHAT ACTUAL EXPECTED
-    [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
-    pass "$1 ($2)"
-}
-
+# ---- queries (the checks: fail, pass, check_eq of test/lib/common.sh) -----------------------
 q() { psql -X -qAt -v ON_ERROR_STOP=1 -p "$DB_PORT" -d "$DB" -c "$1"; }
 
-# ---- pgbouncer -----------------------------------------------------------------------------
+# ---- pgbouncer (test/lib/pgbouncer.sh) ------------------------------------------------------
+# started for the first pooled scenario: the three roles' pools, POOL_SIZE server
+# connections each, in front of the cluster
 start_pgbouncer() {
-    BOUNCER_DIR=$WORK/pgbouncer
-    mkdir -p "$BOUNCER_DIR"
-    [ "$(id -u)" -eq 0 ] && chown postgres "$BOUNCER_DIR"
-    BOUNCER_PORT=$(free_port)
-    # trust: the test cluster trusts 127.0.0.1, and pgbouncer only needs the user names
-    printf '"%s" ""\n' "$PGUSER" sched_e2e_app sched_e2e_worker >"$BOUNCER_DIR/userlist.txt"
-    cat >"$BOUNCER_DIR/pgbouncer.ini" <<EOF
-[databases]
-* = host=$PGHOST port=$DB_PORT
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $BOUNCER_PORT
-unix_socket_dir =
-auth_type = trust
-auth_file = $BOUNCER_DIR/userlist.txt
-admin_users = $PGUSER
-pool_mode = transaction
-default_pool_size = $POOL_SIZE
-reserve_pool_size = 0
-max_client_conn = 200
-logfile = $BOUNCER_DIR/pgbouncer.log
-pidfile = $BOUNCER_DIR/pgbouncer.pid
-EOF
-    chmod a+r "$BOUNCER_DIR"/*
-    as_postgres "$PGBOUNCER" "$BOUNCER_DIR/pgbouncer.ini" >"$BOUNCER_DIR/stderr.log" 2>&1 &
-    BOUNCER_PID=$!
-    local deadline=$((SECONDS + 30))
-    until bouncer_admin "SHOW VERSION" >/dev/null 2>&1; do
-        kill -0 "$BOUNCER_PID" 2>/dev/null || fail "pgbouncer exited: $(cat "$BOUNCER_DIR/stderr.log" "$BOUNCER_DIR/pgbouncer.log" 2>/dev/null | tail -5)"
-        [ $SECONDS -lt $deadline ] || fail "pgbouncer did not answer within 30 s"
-        sleep 0.1
-    done
-    echo "pgbouncer on 127.0.0.1:$BOUNCER_PORT (pool_mode = transaction, default_pool_size = $POOL_SIZE)"
-}
-
-bouncer_admin() {    # the admin console: rows as a|b|c, with a header line
-    psql -X -qA -F'|' -h 127.0.0.1 -p "$BOUNCER_PORT" -U "$PGUSER" -d pgbouncer -c "$1"
-}
-
-pool_sample() {      # pool_sample USER: "clients servers" of the pool ($DB, USER)
-    bouncer_admin "SHOW POOLS" | awk -F'|' -v db="$DB" -v user="$1" '
-        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-        $col["database"] == db && $col["user"] == user {
-            c = $col["cl_active"] + $col["cl_waiting"]
-            s = $col["sv_active"] + $col["sv_idle"] + $col["sv_used"] + $col["sv_tested"] + $col["sv_login"]
-            print c, s }'
+    PGBOUNCER_USERS="$PGUSER sched_e2e_app sched_e2e_worker" \
+        pgbouncer_start "$WORK/pgbouncer" "$PGHOST" "$DB_PORT" "$POOL_SIZE" || exit 1
 }
 
 # ---- once: nothing in the examples needs a session -------------------------------------------
@@ -256,9 +154,9 @@ scenario() {     # scenario NAME
     # the clients' connection: the cluster, or pgbouncer in front of it
     local cport=$DB_PORT pooler=() log_from=1
     if [ $pooled = 1 ]; then
-        [ -n "$BOUNCER_PID" ] || start_pgbouncer
-        cport=$BOUNCER_PORT pooler=(--pooler)
-        log_from=$(($(wc -l <"$BOUNCER_DIR/pgbouncer.log") + 1))
+        [ -n "$PGBOUNCER_PID" ] || start_pgbouncer
+        cport=$PGBOUNCER_PORT pooler=(--pooler)
+        log_from=$(pgbouncer_log_mark)
     fi
     cq() {       # cq ROLE SQL: a client session of ROLE, as the programs connect
         PGPORT=$cport PGUSER=$1 psql -X -qAt -v ON_ERROR_STOP=1 -d "$DB" -c "$2"
@@ -379,7 +277,7 @@ print(c.execute(scheduler.LEFT_FITTING).fetchone()[0], c.execute(scheduler.FREE_
         done
         if [ $pooled = 1 ]; then
             # the workers' pool: its clients, and the server connections they share
-            read -r c s <<<"$(pool_sample sched_e2e_worker)"
+            read -r c s <<<"$(pgbouncer_pool "$DB" sched_e2e_worker)"
             [ "${c:-0}" -gt $max_clients ] && max_clients=$c
             [ "${s:-0}" -gt $max_servers ] && max_servers=$s
             [ "${c:-0}" -gt "${s:-0}" ] && [ "${s:-0}" -gt 0 ] && shared=$((shared + 1))
@@ -553,18 +451,17 @@ EOF
 
     # ---- the pooler
     if [ $pooled = 1 ]; then
-        echo "workers' pool: up to $max_clients clients on up to $max_servers server connections; $(bouncer_admin "SHOW STATS" | awk -F'|' -v db="$DB" '
-            NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-            $col["database"] == db { print $col["total_xact_count"] " transactions, " $col["total_query_count"] " queries through pgbouncer" }')"
+        echo "workers' pool: up to $max_clients clients on up to $max_servers server connections; $(pgbouncer_stat "$DB" total_xact_count) transactions, $(pgbouncer_stat "$DB" total_query_count) queries through pgbouncer"
         [ $max_servers -le $POOL_SIZE ] || fail "$name: the workers' pool had $max_servers server connections, more than $POOL_SIZE"
         [ $shared -gt 0 ] && [ $max_clients -gt $max_servers ] ||
             fail "$name: the workers' pool never had more clients than server connections ($max_clients clients, $max_servers servers)"
         pass "$name: the workers' $max_clients client connections shared at most $max_servers server connections"
         # what pgbouncer said about this scenario: no protocol or server error; a
         # terminated server connection is reported to the client it served (at least the
-        # worker's, at most one per termination)
+        # worker's, at most one per termination).  (Not pgbouncer_log_problems: it also
+        # counts lines saying "unexpected".)
         local errors crashed
-        errors=$(tail -n +"$log_from" "$BOUNCER_DIR/pgbouncer.log" | grep -E 'ERROR|WARNING|FATAL|got packet|prepared statement' || true)
+        errors=$(tail -n +"$log_from" "$PGBOUNCER_LOG" | grep -E 'ERROR|WARNING|FATAL|got packet|prepared statement' || true)
         crashed=$(printf '%s' "$errors" | grep -c 'pooler error: server conn crashed?' || true)
         check_eq "$name: pgbouncer's log has no error but 'server conn crashed?' of terminated connections" \
             "$(printf '%s' "$errors" | grep -vc 'pooler error: server conn crashed?' || true)" 0

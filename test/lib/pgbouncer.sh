@@ -38,34 +38,20 @@
 #       that report a problem: ERROR, WARNING, FATAL, a protocol problem ("got packet",
 #       "unexpected") or a prepared statement; prints nothing when there is none.
 #
-# Modelled on start_pgbouncer / stop_pgbouncer / bouncer_admin / pool_sample of
-# test/e2e/python.sh.
+# Used by test/e2e/python.sh, test/e2e/node.sh and test/pooler/run.sh; sources
+# test/lib/common.sh (free_port, as_run_user, apt_install_missing).
+
+# shellcheck source=test/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 PGBOUNCER_DIR="" PGBOUNCER_PID="" PGBOUNCER_LOG="" PGBOUNCER_BIN=""
 export PGBOUNCER_PORT=""
 
 _pgbouncer_fail() { echo "FAIL: $*" >&2; return 1; }
 
-_pgbouncer_as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-
-_pgbouncer_free_port() {    # as test/harness.sh: random, and nobody answers there
-    local p _
-    for _ in $(seq 1 200); do
-        p=$(( 20000 + RANDOM % 30000 ))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return 0; fi
-    done
-    return 1
-}
-
 pgbouncer_install() {       # Debian's package, only when missing
     PGBOUNCER_BIN=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
-    [ -x "$PGBOUNCER_BIN" ] && return 0
-    local sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo=sudo
-    echo "installing pgbouncer"
-    $sudo apt-get update -qq || return 1
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null || return 1
-    [ -x "$PGBOUNCER_BIN" ] || _pgbouncer_fail "no pgbouncer after installing the Debian package"
+    apt_install_missing "$PGBOUNCER_BIN" pgbouncer
 }
 
 pgbouncer_start() {         # pgbouncer_start DIR HOST PG_PORT [POOL_SIZE]
@@ -79,10 +65,10 @@ pgbouncer_start() {         # pgbouncer_start DIR HOST PG_PORT [POOL_SIZE]
     local admin=${PGBOUNCER_ADMIN:-${users%% *}}
     mkdir -p "$dir" && chmod 755 "$dir" || return 1
     [ "$(id -u)" -eq 0 ] && chown postgres "$dir"
-    _pgbouncer_as_postgres test -w "$dir" ||
+    as_run_user test -w "$dir" ||
         { _pgbouncer_fail "the OS user postgres cannot write $dir (a parent directory not reachable?)"; return 1; }
     PGBOUNCER_DIR=$(cd "$dir" && pwd)
-    PGBOUNCER_PORT=$(_pgbouncer_free_port) || { _pgbouncer_fail "no free port for pgbouncer"; return 1; }
+    PGBOUNCER_PORT=$(free_port) || { _pgbouncer_fail "no free port for pgbouncer"; return 1; }
     PGBOUNCER_LOG=$PGBOUNCER_DIR/pgbouncer.log
     for u in $users; do printf '"%s" ""\n' "$u"; done >"$PGBOUNCER_DIR/userlist.txt"
     {
@@ -107,7 +93,7 @@ pgbouncer_start() {         # pgbouncer_start DIR HOST PG_PORT [POOL_SIZE]
         [ -n "${PGBOUNCER_SETTINGS:-}" ] && printf '%s\n' "$PGBOUNCER_SETTINGS"
     } >"$PGBOUNCER_DIR/pgbouncer.ini"
     chmod a+r "$PGBOUNCER_DIR"/pgbouncer.ini "$PGBOUNCER_DIR"/userlist.txt
-    _pgbouncer_as_postgres "$PGBOUNCER_BIN" "$PGBOUNCER_DIR/pgbouncer.ini" >"$PGBOUNCER_DIR/stderr.log" 2>&1 &
+    as_run_user "$PGBOUNCER_BIN" "$PGBOUNCER_DIR/pgbouncer.ini" >"$PGBOUNCER_DIR/stderr.log" 2>&1 &
     PGBOUNCER_PID=$!        # as root: runuser's, which waits for pgbouncer
     PGBOUNCER_ADMIN_USER=$admin
     local deadline=$((SECONDS + 30))

@@ -45,24 +45,11 @@ DB=sched_metrics
 : "${PGHOST:?PGHOST must point at the test cluster}" "${PGPORT:?PGPORT must be set}"
 export PGUSER=${PGUSER:-postgres}
 SUPERUSER=$PGUSER
-
-CHECKS=0
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { CHECKS=$((CHECKS + 1)); echo "ok $CHECKS - $*"; }
-check_eq() {     # check_eq WHAT ACTUAL EXPECTED
-    [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
-    pass "$1 ($2)"
-}
+# shellcheck source=test/lib/common.sh
+source "$ROOT/test/lib/common.sh"      # fail, pass, check_eq, stop_pid, free_port, ...
 
 # ---- the exporter, python ------------------------------------------------------------------
-if [ ! -x "$EXPORTER" ]; then
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-    echo "installing prometheus-postgres-exporter"
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        prometheus-postgres-exporter >/dev/null
-    [ -x "$EXPORTER" ] || fail "no $EXPORTER after installing prometheus-postgres-exporter"
-fi
+apt_install_missing "$EXPORTER" prometheus-postgres-exporter || exit 1
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || fail "no python3"
 [ -r "$QUERIES" ] || fail "no $QUERIES"
@@ -77,21 +64,11 @@ chmod 644 "$WORK/queries.yaml"
 
 # ---- processes -------------------------------------------------------------------------------
 PIDS=()
-stop_pid() {     # stop_pid PID: SIGTERM, up to 10 s, then SIGKILL
-    local pid=$1 i
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-}
 on_exit() {
     local rc=$? pid f
     exec 3>&- 2>/dev/null || true
     for pid in "${PIDS[@]}"; do
-        kill -0 "$pid" 2>/dev/null && stop_pid "$pid"
+        kill -0 "$pid" 2>/dev/null && { stop_pid "$pid" || true; }
     done
     if [ $rc -ne 0 ]; then
         for f in "$WORK"/*.log; do
@@ -105,15 +82,6 @@ on_exit() {
     exit $rc
 }
 trap on_exit EXIT
-
-free_port() {    # as test/harness.sh: random, and nobody answers there
-    local p
-    for _ in $(seq 1 200); do
-        p=$(( 20000 + RANDOM % 30000 ))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return; fi
-    done
-    fail "no free port found"
-}
 
 # start_exporter NAME QUERIES_FILE: starts the exporter as the observer's login role,
 # sets EXPORTER_PORT, and returns once it answers HTTP

@@ -57,6 +57,8 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=test/lib/common.sh
+source "$ROOT/test/lib/common.sh"      # fail, pass, check_eq, require_python_with_psycopg
 # shellcheck source=test/lib/pgbouncer.sh
 source "$ROOT/test/lib/pgbouncer.sh"
 : "${PGHOST:?PGHOST must point at the test cluster}" "${PGPORT:?PGPORT must be set}"
@@ -73,22 +75,7 @@ ADMIN=sched_pooler_admin APP=sched_pooler_app WORKER=sched_pooler_worker
 # check d: the roles' settings (seconds), and ALTER ROLE's spelling of them
 APP_LEASE=420 APP_HEARTBEAT=780 WORKER_LEASE=660
 
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-find_python() {
-    local p
-    for p in ${PYTHON:-} python3 /usr/bin/python3; do
-        if command -v "$p" >/dev/null && "$p" -c 'import psycopg' 2>/dev/null; then
-            PY=$(command -v "$p"); return 0
-        fi
-    done
-    return 1
-}
-if ! find_python; then
-    echo "installing python3-psycopg"
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-psycopg >/dev/null
-    find_python || { echo "FAIL: no python3 can import psycopg after installing python3-psycopg" >&2; exit 1; }
-fi
+require_python_with_psycopg
 
 WORK=$(mktemp -d /tmp/sched_pooler.XXXXXX)
 chmod 755 "$WORK"               # pgbouncer (as postgres) keeps its files in a directory below
@@ -106,13 +93,6 @@ on_exit() {
 }
 trap on_exit EXIT
 
-CHECKS=0
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { CHECKS=$((CHECKS + 1)); echo "ok $CHECKS - $*"; }
-check_eq() {     # check_eq WHAT ACTUAL EXPECTED
-    [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
-    pass "$1 ($2)"
-}
 q() { psql -X -qAt -v ON_ERROR_STOP=1 -d "$DB" -c "$1"; }
 
 # pooler.py COMMAND ARGS...: its CHECK lines are checks, its INFO lines are printed

@@ -48,34 +48,15 @@ export SOAK_CLIENTS=${SOAK_CLIENTS:-16} SOAK_SECONDS=${SOAK_SECONDS:-120}
 export SOAK_LEASE_TTL=${SOAK_LEASE_TTL:-3} SOAK_HEARTBEAT_TTL=${SOAK_HEARTBEAT_TTL:-3}
 export SOAK_MAINTENANCE_INTERVAL=1
 
-say() { printf '%s\n' "--- soak [${SECONDS}s]: $*"; }
-fail() { printf '%s\n' "FAIL (soak): $*" >&2; exit 1; }
+TEST_SUITE=soak
+# shellcheck source=test/lib/common.sh
+source "$ROOT/test/lib/common.sh"      # say, fail, RUN_USER, as_run_user, free_port, ...
 
-# ---- python with psycopg 3 (as test/e2e/python.sh finds it) ---------------------------
-PY=""
-for p in ${PYTHON:-} python3 /usr/bin/python3; do
-    if command -v "$p" >/dev/null && "$p" -c 'import psycopg' 2>/dev/null; then
-        PY=$(command -v "$p"); break
-    fi
-done
-[ -n "$PY" ] || fail "no python3 can import psycopg (Debian: apt-get install python3-psycopg)"
+# ---- python with psycopg 3 ------------------------------------------------------------
+find_python_with_psycopg || fail "no python3 can import psycopg (Debian: apt-get install python3-psycopg)"
 [ -x "$PGBIN/initdb" ] || fail "no PostgreSQL 15 server in $PGBIN"
 
-# ---- the throwaway cluster ---------------------------------------------------------------
-RUN_USER=$(id -un)
-[ "$(id -u)" -eq 0 ] && RUN_USER=postgres
-as_run_user() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u "$RUN_USER" -- "$@"; else "$@"; fi
-}
-free_port() {
-    local p
-    for _ in $(seq 1 200); do
-        p=$(( 20000 + RANDOM % 30000 ))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return; fi
-    done
-    fail "no free port found"
-}
-
+# ---- the throwaway cluster (as RUN_USER: postgres when root) -----------------------------
 WORK=$(mktemp -d /tmp/pg_sched_soak.XXXXXX)
 [ "$(id -u)" -eq 0 ] && chown "$RUN_USER" "$WORK"
 DATA=$WORK/data

@@ -37,35 +37,17 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 PGBIN=/usr/lib/postgresql/15/bin
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-RUN_USER=$(id -un)
-[ "$(id -u)" -eq 0 ] && RUN_USER=postgres
+# shellcheck source=test/lib/common.sh
+source test/lib/common.sh      # RUN_USER (postgres when root), as_run_user, free_port, apt_install_missing
 SECONDS_TOTAL=${SQLSMITH_SECONDS:-600}
 AS=${SQLSMITH_AS:-both}
 SEED=${SQLSMITH_SEED:-$(( (RANDOM << 15) | RANDOM ))}
 
-as_run_user() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u "$RUN_USER" -- "$@"; else "$@"; fi
-}
 log() { printf '\n=== %s\n' "$*"; }
 
-if ! command -v sqlsmith >/dev/null; then
-    log "installing sqlsmith"
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends sqlsmith
-fi
+apt_install_missing sqlsmith
 SO="$($PGBIN/pg_config --pkglibdir)/pg_sched.so"
 [ -f "$SO" ] || { echo "run.sh: $SO is not installed (make install first)" >&2; exit 1; }
-
-free_port() {
-    local p
-    for _ in $(seq 1 200); do
-        p=$(( 20000 + RANDOM % 30000 ))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return; fi
-    done
-    echo "no free port found" >&2; exit 1
-}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pg_sched-sqlsmith.XXXXXX")
 chmod 755 "$WORK"

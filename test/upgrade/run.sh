@@ -44,6 +44,9 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+TEST_SUITE=upgrade
+# shellcheck source=test/lib/common.sh
+source "$ROOT/test/lib/common.sh"      # say, fail (as "FAIL (upgrade): ..."); its own pass
 : "${PGHOST:?PGHOST must point at the test cluster}" "${PGPORT:?PGPORT must be set}"
 export PGUSER=${PGUSER:-postgres}
 unset PGDATABASE
@@ -55,7 +58,6 @@ FROM_VERSION=0.1.0
 INVARIANTS="$ROOT/test/pgbench/invariants.sql"
 
 WORK=$(mktemp -d /tmp/sched_upgrade.XXXXXX)
-CHECKS=0
 FAILED=1        # cleared at the end; the EXIT trap reports a failure
 on_exit() {
     if [ "$FAILED" -ne 0 ]; then
@@ -67,9 +69,7 @@ on_exit() {
 }
 trap on_exit EXIT
 
-say() { printf '%s\n' "--- upgrade [${SECONDS}s]: $*"; }
 pass() { CHECKS=$((CHECKS + 1)); printf '  ok %2d  %s\n' "$CHECKS" "$*"; }
-fail() { printf '%s\n' "FAIL (upgrade): $*" >&2; exit 1; }
 
 PSQL=(psql -X -q -v ON_ERROR_STOP=1)
 # value DB SQL: the single value the query returns (fields separated by a space)

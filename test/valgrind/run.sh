@@ -37,35 +37,17 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 PGBIN=/usr/lib/postgresql/15/bin
 PG_CONFIG=$PGBIN/pg_config
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-RUN_USER=$(id -un)
-[ "$(id -u)" -eq 0 ] && RUN_USER=postgres
+# shellcheck source=test/lib/common.sh
+source test/lib/common.sh      # RUN_USER (postgres when root), as_run_user, free_port, apt_install_missing
 
-as_run_user() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u "$RUN_USER" -- "$@"; else "$@"; fi
-}
 log() { printf '\n=== %s\n' "$*"; }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }'; }
 
-if ! command -v valgrind >/dev/null; then
-    log "installing valgrind"
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind
-fi
+apt_install_missing valgrind
 PKGLIB=$($PG_CONFIG --pkglibdir)
 SO="$PKGLIB/pg_sched.so"
 [ -f "$SO" ] || { echo "run.sh: $SO is not installed (make install first)" >&2; exit 1; }
-
-free_port() {
-    local p
-    for _ in $(seq 1 200); do
-        p=$(( 20000 + RANDOM % 30000 ))
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return; fi
-    done
-    echo "no free port found" >&2; exit 1
-}
 
 T_ALL=$(now)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pg_sched-valgrind.XXXXXX")
