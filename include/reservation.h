@@ -14,7 +14,10 @@ typedef enum SchedWait
 	SCHED_WAIT_NONE = 0,		/* not left queued */
 	SCHED_WAIT_CAPACITY,		/* only transient reasons: keeps its place, no backoff */
 	SCHED_WAIT_STATIC,			/* the fleet as it is cannot run it: backs off */
-	SCHED_WAIT_CONTENTION		/* eligible pairs held or taken by concurrent dispatches */
+	SCHED_WAIT_CONTENTION,		/* eligible pairs held or taken by concurrent dispatches */
+	SCHED_WAIT_CONCURRENCY,		/* its concurrency key has its limit of live attempts */
+	SCHED_WAIT_RATE,			/* its concurrency key has its limit of dispatches in the window */
+	SCHED_WAIT_QUOTA			/* its tenant's quota has no room for it */
 } SchedWait;
 
 typedef struct SchedDispatchResult

@@ -33,6 +33,11 @@ extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
 extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 						   bool read_only, long count, int expected);
 
+/* Runs a kept read-only statement with the latest snapshot (every committed
+ * transaction, and this one's earlier commands), whatever the isolation level. */
+extern void sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls,
+								  int expected);
+
 /* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
 extern Datum sched_spi_get(int row, int col, bool *isnull);
 extern char *sched_spi_text(int row, int col);	/* NULL when SQL NULL */

@@ -41,7 +41,10 @@ static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
 	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, " \
 	"         tenant, node_id, worker_id, worker_generation, lease_version, status, " \
 	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, " \
-	"         lease_expires_at) "
+	"         lease_expires_at, concurrency_key) "
+/* the attempt carries its request's concurrency_key (the limits count attempts by it) */
+#define REQUEST_KEY(request) \
+	"(SELECT q.concurrency_key FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) " request ")"
 #define ATTEMPT_LEASE(at, ttl) \
 	at ", " at " OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => " ttl ")"
 #define COMMAND_INSERT \
@@ -80,7 +83,7 @@ static SchedStatement reservation_writes = {
 	"), a AS ( "
 	ATTEMPT_INSERT
 	"  VALUES ($15, $1, $2, $3, $4, $5, $6, $7, $8, 1, 'DISPATCHED', $9, $10, $11, $12, "
-	"          " ATTEMPT_LEASE("$13", "$14") ") "
+	"          " ATTEMPT_LEASE("$13", "$14") ", " REQUEST_KEY("$1") ") "
 	"  RETURNING 1 "
 	"), c AS ( "
 	COMMAND_INSERT "VALUES ($7, $8, 'START', $15, 1, $1, $13) RETURNING 1 "
@@ -134,7 +137,7 @@ static SchedStatement reservation_writes_batch = {
 	ATTEMPT_INSERT
 	"  SELECT p.attempt_id, p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
 	"         p.node_id, p.worker_id, p.generation, 1, 'DISPATCHED', p.cpu, p.mem, p.gpus, p.score, "
-	"         " ATTEMPT_LEASE("$14", "$15") " FROM p "
+	"         " ATTEMPT_LEASE("$14", "$15") ", " REQUEST_KEY("p.request_id") " FROM p "
 	"  RETURNING 1 "
 	"), c AS ( "
 	COMMAND_INSERT

@@ -6,6 +6,8 @@
 
 #include "spi_util.h"
 
+#include "utils/snapmgr.h"
+
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 
@@ -46,6 +48,28 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 	rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
 	/* SPI returns in its procedure context, which lives until SPI_finish: a loop that
 	 * allocates per iteration in a context it resets would leak into it */
+	MemoryContextSwitchTo(caller);
+	if (rc != expected)
+		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
+			 SPI_result_code_string(rc), SPI_result_code_string(expected), stmt->sql);
+}
+
+void
+sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls, int expected)
+{
+	int			rc;
+	MemoryContext caller = CurrentMemoryContext;
+
+	(void) sched_spi_plan(stmt);
+	if (SPI_tuptable != NULL)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		SPI_tuptable = NULL;
+	}
+	/* what every transaction committed so far sees, whatever the isolation level (as the
+	 * referential-integrity checks do), and this transaction's own earlier commands */
+	rc = SPI_execute_snapshot(stmt->plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot,
+							  true, false, 0);
 	MemoryContextSwitchTo(caller);
 	if (rc != expected)
 		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
