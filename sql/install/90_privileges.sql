@@ -134,6 +134,7 @@ GRANT EXECUTE ON FUNCTION
     sched.node_overview(timestamptz),
     sched.pending(timestamptz),
     sched.pending_explanations(timestamptz),
+    sched.limit_explanations(timestamptz),
     sched.queue_stats(timestamptz),
     sched.attempt_overview(timestamptz),
     sched.dispatch_stats(),

@@ -233,3 +233,7 @@ CREATE INDEX attempt_live_key_idx ON sched.attempt (concurrency_key)
 CREATE INDEX attempt_key_dispatched_idx ON sched.attempt (concurrency_key, dispatched_at)
     WHERE concurrency_key IS NOT NULL;
 CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE status IN ('DISPATCHED', 'RUNNING');
+-- queue_stats gains the column `limited` (requests held back by a limit): a new result
+-- type, so the view and function go and come back with 50_diagnostics
+DROP VIEW sched.queue_stats;
+DROP FUNCTION sched.queue_stats(timestamptz);

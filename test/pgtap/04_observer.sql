@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(84);
+SELECT plan(85);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -50,6 +50,7 @@ INSERT INTO read_fn VALUES
   ('attempt_overview', '{"timestamp with time zone"}'),
   ('dispatch_stats', '{}'),
   ('pending_explanations', '{"timestamp with time zone"}'),
+  ('limit_explanations', '{"timestamp with time zone"}'),
   ('step_lock_key', '{uuid,integer}'),
   ('setting_seconds', '{text}'),
   ('format_cpus', '{bigint}'),
@@ -158,7 +159,7 @@ $$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          40, 'the 17 read and 23 write functions listed exist');
+          41, 'the 18 read and 23 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has
