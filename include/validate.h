@@ -64,7 +64,6 @@ typedef struct SchedRequestRow
 	TimestampTz available_at;
 	char	   *avoid_node_id;	/* NULL: none */
 	char	   *last_reason;	/* NULL: none */
-	char	   *concurrency_key;	/* NULL: none */
 } SchedRequestRow;
 
 /* How a row is read: no lock, FOR UPDATE, or FOR UPDATE SKIP LOCKED. */

@@ -49,12 +49,13 @@
 /* the limits that apply: the key's concurrency and rate limits, the tenant's quota */
 static SchedStatement limits_of = {
 	"SELECT c.max_live, r.dispatches, r.per, q.max_live, q.max_cpu_millis, q.max_memory_mb, "
-	"       q.max_gpus "
-	"  FROM (SELECT 1) x "
-	"  LEFT JOIN sched.concurrency_limit c ON c.concurrency_key OPERATOR(pg_catalog.=) $1 "
-	"  LEFT JOIN sched.rate_limit r ON r.concurrency_key OPERATOR(pg_catalog.=) $1 "
-	"  LEFT JOIN sched.tenant_quota q ON q.tenant OPERATOR(pg_catalog.=) $2",
-	2, {TEXTOID, TEXTOID}
+	"       q.max_gpus, x.concurrency_key "
+	"  FROM sched.request x "
+	"  LEFT JOIN sched.concurrency_limit c ON c.concurrency_key OPERATOR(pg_catalog.=) x.concurrency_key "
+	"  LEFT JOIN sched.rate_limit r ON r.concurrency_key OPERATOR(pg_catalog.=) x.concurrency_key "
+	"  LEFT JOIN sched.tenant_quota q ON q.tenant OPERATOR(pg_catalog.=) x.tenant "
+	" WHERE x.request_id OPERATOR(pg_catalog.=) $1",
+	1, {INT8OID}
 };
 
 static SchedStatement key_live = {
@@ -112,8 +113,8 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 				   SchedBatch *cache, SchedLimitsResult *out)
 {
 	Datum		v[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
 	bool		isnull;
+	char	   *key;
 	bool		has_concurrency,
 				has_rate,
 				has_quota;
@@ -125,12 +126,13 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	int			i;
 
 	memset(out, 0, sizeof(*out));
-	if (req->concurrency_key != NULL)
-		v[0] = CStringGetTextDatum(req->concurrency_key);
-	else
-		nulls[0] = 'n';
-	v[1] = CStringGetTextDatum(req->tenant);
-	sched_spi_exec(&limits_of, v, nulls, true, 1, SPI_OK_SELECT);
+	if (!sched_schema_has_limits())
+		return;					/* still at 0.1.0: no limits there */
+	v[0] = Int64GetDatum(req->request_id);
+	sched_spi_exec(&limits_of, v, NULL, true, 1, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	key = sched_spi_text(0, 8);
 	(void) sched_spi_get(0, 1, &isnull);
 	has_concurrency = !isnull;
 	if (has_concurrency)
@@ -153,12 +155,12 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		return;
 
 	/* the locks first, then what this transaction reserved so far into the table */
-	if ((has_concurrency || has_rate) && !lock_scope(req->concurrency_key, SCHED_KEY_LOCK_SPACE))
+	if ((has_concurrency || has_rate) && !lock_scope(key, SCHED_KEY_LOCK_SPACE))
 	{
 		out->verdict = SCHED_LIMITS_BUSY;
 		out->waits = SCHED_WAIT_CONTENTION;
 		out->detail = psprintf("concurrency key \"%s\" is being dispatched by another transaction",
-							   req->concurrency_key);
+							   key);
 		return;
 	}
 	if (has_quota && !lock_scope(req->tenant, SCHED_TENANT_LOCK_SPACE))
@@ -176,14 +178,14 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	{
 		int64		live;
 
-		v[0] = CStringGetTextDatum(req->concurrency_key);
+		v[0] = CStringGetTextDatum(key);
 		sched_spi_exec_latest(&key_live, v, NULL, SPI_OK_SELECT);
 		live = sched_spi_int64(0, 1);
 		if (live >= max_live)
 		{
 			reached(out, SCHED_WAIT_CONCURRENCY,
 					psprintf("concurrency_limit: key \"%s\" has " INT64_FORMAT " of " INT64_FORMAT
-							 " live attempts", req->concurrency_key, live, max_live));
+							 " live attempts", key, live, max_live));
 			return;
 		}
 	}
@@ -191,7 +193,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	{
 		int64		recent;
 
-		v[0] = CStringGetTextDatum(req->concurrency_key);
+		v[0] = CStringGetTextDatum(key);
 		v[1] = TimestampTzGetDatum(at);
 		v[2] = IntervalPGetDatum(per);
 		v[3] = Int32GetDatum((int32) dispatches);
@@ -205,7 +207,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 			reached(out, SCHED_WAIT_RATE,
 					psprintf("rate_limited: key \"%s\" has " INT64_FORMAT " dispatches within %s of now "
 							 "(limit " INT64_FORMAT " per %s); eligible at %s",
-							 req->concurrency_key, recent,
+							 key, recent,
 							 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(per))),
 							 dispatches,
 							 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(per))),

@@ -6,6 +6,8 @@
 
 #include "spi_util.h"
 
+#include "catalog/namespace.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
 #include "nodes/parsenodes.h"
@@ -74,6 +76,15 @@ sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls, in
 	if (rc != expected)
 		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected), stmt->sql);
+}
+
+bool
+sched_schema_has_limits(void)
+{
+	Oid			nsp = get_namespace_oid("sched", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid("request", nsp) : InvalidOid;
+
+	return OidIsValid(rel) && get_attnum(rel, "concurrency_key") != InvalidAttrNumber;
 }
 
 Datum

@@ -368,7 +368,7 @@ enum
 	RQ_REQUEST_ID = 1, RQ_EXECUTION_ID, RQ_STEP_ID, RQ_ATTEMPT_NUMBER, RQ_TENANT, RQ_STATE,
 	RQ_CLAIM_ID, RQ_CLAIMED_UNTIL, RQ_TRIES, RQ_CAPABILITY, RQ_VERSION, RQ_REQUIRED,
 	RQ_PREFERRED, RQ_MIN_CPU, RQ_MIN_MEM, RQ_MIN_GPUS, RQ_RES_CPU, RQ_RES_MEM, RQ_RES_GPUS,
-	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID, RQ_LAST_REASON, RQ_CONCURRENCY_KEY
+	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID, RQ_LAST_REASON
 };
 
 /* Columns of 0.1.0 only: a database not yet updated is served too (dispatch_attempt,
@@ -379,7 +379,7 @@ enum
 	"       r.claim_id, r.claimed_until, r.tries, r.capability, r.capability_version, " \
 	"       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb, " \
 	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
-	"       r.available_at, r.avoid_node_id, r.last_reason, r.concurrency_key " \
+	"       r.available_at, r.avoid_node_id, r.last_reason " \
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 
 static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}};
@@ -436,7 +436,6 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 		row->available_at = DatumGetTimestampTz(sched_spi_get(0, RQ_AVAILABLE_AT, &isnull));
 		row->avoid_node_id = sched_spi_text(0, RQ_AVOID_NODE_ID);
 		row->last_reason = sched_spi_text(0, RQ_LAST_REASON);
-		row->concurrency_key = sched_spi_text(0, RQ_CONCURRENCY_KEY);
 	}
 	return true;
 }

@@ -32,9 +32,19 @@ LANGUAGE C STABLE;
  * limit: a time; the others: when an attempt of the key or tenant ends). */
 CREATE OR REPLACE FUNCTION sched.limit_explanations(at timestamptz)
 RETURNS TABLE (request_id bigint, limit_kind text, reason text, clears_at timestamptz, clears text)
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
+BEGIN
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT isfinite(at) OR at < '1900-01-01 00:00:00+00' OR at >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
+            DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
+    END IF;
+    RETURN QUERY
 WITH open AS (
     SELECT r.request_id, r.concurrency_key, r.tenant, r.reserve_cpu_millis, r.reserve_memory_mb,
            r.reserve_gpus
@@ -95,7 +105,8 @@ SELECT o.request_id, k.kind, k.reason, k.clears_at, k.clears
              WHERE v.quota IS NOT NULL AND v.used + v.asks > v.quota
              ORDER BY v.n LIMIT 1) d
     ORDER BY 5 LIMIT 1) k
- ORDER BY o.request_id
+ ORDER BY o.request_id;
+END
 $$;
 
 /*
