@@ -58,6 +58,12 @@ static SchedStatement limits_of = {
 	1, {INT8OID}
 };
 
+static SchedStatement any_limits = {
+	"SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit) OR EXISTS (SELECT 1 FROM sched.rate_limit) "
+	"    OR EXISTS (SELECT 1 FROM sched.tenant_quota)",
+	0, {InvalidOid}
+};
+
 static SchedStatement key_live = {
 	"SELECT pg_catalog.count(*) FROM sched.attempt a "
 	" WHERE a.concurrency_key OPERATOR(pg_catalog.=) $1 AND a.concurrency_key IS NOT NULL "
@@ -126,8 +132,17 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	int			i;
 
 	memset(out, 0, sizeof(*out));
+	if (cache != NULL && cache->limits_known == 1)
+		return;
 	if (!sched_schema_has_limits())
 		return;					/* still at 0.1.0: no limits there */
+	if (cache != NULL && cache->limits_known == 0)
+	{
+		sched_spi_exec(&any_limits, NULL, NULL, true, 1, SPI_OK_SELECT);
+		cache->limits_known = DatumGetBool(sched_spi_get(0, 1, &isnull)) ? 2 : 1;
+		if (cache->limits_known == 1)
+			return;
+	}
 	v[0] = Int64GetDatum(req->request_id);
 	sched_spi_exec(&limits_of, v, NULL, true, 1, SPI_OK_SELECT);
 	if (SPI_processed == 0)
