@@ -23,6 +23,7 @@ typedef struct SchedLimitsResult
 	SchedWait	waits;			/* REACHED: SCHED_WAIT_CONCURRENCY, _RATE or _QUOTA */
 	char	   *detail;			/* BUSY, REACHED: the reason, as last_reason shows it */
 	TimestampTz eligible_at;	/* REACHED by a rate limit: when it may be tried again */
+	bool		tenant_full;	/* REACHED by the quota's live attempts: the whole tenant waits */
 } SchedLimitsResult;
 
 /*
@@ -33,7 +34,8 @@ typedef struct SchedLimitsResult
  * that dispatchers of one key or tenant check one after another, and counts with the
  * latest snapshot plus this transaction's own reservations (a deferred batch is written
  * first).  OK leaves the locks held until the transaction ends: the reservation that
- * follows is counted by the next holder.
+ * follows is counted by the next holder.  REACHED and BUSY release the locks the check
+ * took (nothing is reserved under them), not those held from an earlier reservation.
  */
 extern void sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p,
 							   TimestampTz at, SchedBatch *cache, SchedLimitsResult *out);

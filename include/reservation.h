@@ -36,6 +36,8 @@ typedef struct SchedDispatchResult
 	int			held_passed;	/* better candidates not tried: concurrent dispatches
 								 * were reserving them (inflight.c) */
 	SchedWait	waits;			/* UNSCHEDULABLE: why it was left queued */
+	bool		tenant_full;	/* SCHED_WAIT_QUOTA on the live attempts: no request of the
+								 * tenant can go until one of its attempts ends */
 } SchedDispatchResult;
 
 /*

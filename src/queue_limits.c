@@ -94,24 +94,45 @@ static SchedStatement tenant_live = {
 	1, {TEXTOID}
 };
 
+/* the locks one check took (not those this transaction held already) */
+typedef struct Taken
+{
+	int			n;
+	LOCKTAG		tags[2];
+} Taken;
+
 /* Takes the lock of `name` in `space` without waiting; false when another transaction
  * holds it. */
 static bool
-lock_scope(const char *name, uint16 space)
+lock_scope(const char *name, uint16 space, Taken *taken)
 {
 	LOCKTAG		tag;
 	uint64		key = hash_bytes_extended((const unsigned char *) name, (int) strlen(name), 0);
+	LockAcquireResult r;
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, space);
-	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+	r = LockAcquire(&tag, ExclusiveLock, false, true);
+	if (r == LOCKACQUIRE_OK)
+		taken->tags[taken->n++] = tag;
+	return r != LOCKACQUIRE_NOT_AVAIL;
 }
 
+/*
+ * A limit is reached: nothing will be reserved under the locks this check took, so they
+ * go at once (another dispatcher of the key or tenant need not pass over it until this
+ * transaction ends); locks held from an earlier reservation of this transaction stay.
+ */
 static void
-reached(SchedLimitsResult *out, SchedWait waits, char *detail)
+reached(SchedLimitsResult *out, SchedWait waits, char *detail, Taken *taken)
 {
+	int			i;
+
 	out->verdict = SCHED_LIMITS_REACHED;
 	out->waits = waits;
 	out->detail = detail;
+	for (i = 0; i < taken->n; i++)
+		LockRelease(&taken->tags[i], ExclusiveLock, false);
+	taken->n = 0;
 }
 
 void
@@ -121,6 +142,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	Datum		v[4];
 	bool		isnull;
 	char	   *key;
+	Taken		taken = {0};
 	bool		has_concurrency,
 				has_rate,
 				has_quota;
@@ -170,7 +192,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		return;
 
 	/* the locks first, then what this transaction reserved so far into the table */
-	if ((has_concurrency || has_rate) && !lock_scope(key, SCHED_KEY_LOCK_SPACE))
+	if ((has_concurrency || has_rate) && !lock_scope(key, SCHED_KEY_LOCK_SPACE, &taken))
 	{
 		out->verdict = SCHED_LIMITS_BUSY;
 		out->waits = SCHED_WAIT_CONTENTION;
@@ -178,8 +200,10 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 							   key);
 		return;
 	}
-	if (has_quota && !lock_scope(req->tenant, SCHED_TENANT_LOCK_SPACE))
+	if (has_quota && !lock_scope(req->tenant, SCHED_TENANT_LOCK_SPACE, &taken))
 	{
+		for (int i = 0; i < taken.n; i++)
+			LockRelease(&taken.tags[i], ExclusiveLock, false);	/* nothing reserved */
 		out->verdict = SCHED_LIMITS_BUSY;
 		out->waits = SCHED_WAIT_CONTENTION;
 		out->detail = psprintf("tenant \"%s\" is being dispatched by another transaction",
@@ -200,7 +224,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		{
 			reached(out, SCHED_WAIT_CONCURRENCY,
 					psprintf("concurrency_limit: key \"%s\" has " INT64_FORMAT " of " INT64_FORMAT
-							 " live attempts", key, live, max_live));
+							 " live attempts", key, live, max_live), &taken);
 			return;
 		}
 	}
@@ -226,7 +250,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 							 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(per))),
 							 dispatches,
 							 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(per))),
-							 timestamptz_to_str(out->eligible_at)));
+							 timestamptz_to_str(out->eligible_at)), &taken);
 			return;
 		}
 	}
@@ -248,10 +272,11 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		{
 			if (q_null[i] || used[i] + asks[i] <= q_max[i])
 				continue;
+			out->tenant_full = (i == 0);
 			reached(out, SCHED_WAIT_QUOTA,
 					psprintf("tenant_quota_exceeded: tenant \"%s\" %s: its live attempts hold "
 							 INT64_FORMAT " of " INT64_FORMAT ", this request asks " INT64_FORMAT,
-							 req->tenant, dimension[i], used[i], q_max[i], asks[i]));
+							 req->tenant, dimension[i], used[i], q_max[i], asks[i]), &taken);
 			return;
 		}
 	}

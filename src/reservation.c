@@ -435,6 +435,7 @@ leave_limited(const SchedRequestRow *req, const SchedLimitsResult *limits,
 	if (limits->waits == SCHED_WAIT_RATE)
 		next = Max(next, limits->eligible_at);
 	res->waits = limits->waits;
+	res->tenant_full = limits->tenant_full;
 	set_outcome(res, "UNSCHEDULABLE", limits->detail);
 	if (strcmp(req->state, "PENDING") == 0 && next == req->available_at &&
 		req->last_reason != NULL && strcmp(req->last_reason, limits->detail) == 0)
