@@ -84,6 +84,16 @@ static SchedStatement key_window = {
 	4, {TEXTOID, TIMESTAMPTZOID, INTERVALOID, INT4OID}
 };
 
+/* the words of a rate limit's reason, the same whatever the session's DateStyle,
+ * IntervalStyle and TimeZone (sched.limit_explanations writes them alike) */
+static SchedStatement rate_reason = {
+	"SELECT pg_catalog.format('rate_limited: key \"%s\" has %s dispatches within %s s of now "
+	"(limit %s per %s s); eligible at %s UTC', $1, $2, "
+	"pg_catalog.date_part('epoch', $3), $4, pg_catalog.date_part('epoch', $3), "
+	"pg_catalog.to_char(pg_catalog.timezone('UTC', $5), 'YYYY-MM-DD HH24:MI:SS.US'))",
+	5, {TEXTOID, INT8OID, INTERVALOID, INT8OID, TIMESTAMPTZOID}
+};
+
 static SchedStatement tenant_live = {
 	"SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(a.reserve_cpu_millis), 0)::pg_catalog.int8, "
 	"       COALESCE(pg_catalog.sum(a.reserve_memory_mb), 0)::pg_catalog.int8, "
@@ -139,7 +149,7 @@ void
 sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, TimestampTz at,
 				   SchedBatch *cache, SchedLimitsResult *out)
 {
-	Datum		v[4];
+	Datum		v[5];
 	bool		isnull;
 	char	   *key;
 	Taken		taken = {0};
@@ -243,14 +253,13 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 			Datum		e = sched_spi_get(0, 2, &isnull);
 
 			out->eligible_at = isnull ? at : Max(DatumGetTimestampTz(e), at);
-			reached(out, SCHED_WAIT_RATE,
-					psprintf("rate_limited: key \"%s\" has " INT64_FORMAT " dispatches within %s of now "
-							 "(limit " INT64_FORMAT " per %s); eligible at %s",
-							 key, recent,
-							 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(per))),
-							 dispatches,
-							 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(per))),
-							 timestamptz_to_str(out->eligible_at)), &taken);
+			v[0] = CStringGetTextDatum(key);
+			v[1] = Int64GetDatum(recent);
+			v[2] = IntervalPGetDatum(per);
+			v[3] = Int64GetDatum(dispatches);
+			v[4] = TimestampTzGetDatum(out->eligible_at);
+			sched_spi_exec(&rate_reason, v, NULL, true, 1, SPI_OK_SELECT);
+			reached(out, SCHED_WAIT_RATE, sched_spi_text(0, 1), &taken);
 			return;
 		}
 	}

@@ -87,8 +87,9 @@ SELECT o.request_id, k.kind, k.reason, k.clears_at, k.clears
      WHERE c.max_live IS NOT NULL AND coalesce(kl.live, 0) >= c.max_live
     UNION ALL
     SELECT 'rate_limited',
-           format('rate_limited: key "%s" has %s dispatches within %s of now (limit %s per %s); eligible at %s',
-                  o.concurrency_key, kw.recent, rl.per, rl.dispatches, rl.per, kw.eligible),
+           format('rate_limited: key "%s" has %s dispatches within %s s of now (limit %s per %s s); eligible at %s UTC',
+                  o.concurrency_key, kw.recent, date_part('epoch', rl.per), rl.dispatches,
+                  date_part('epoch', rl.per), to_char(timezone('UTC', kw.eligible), 'YYYY-MM-DD HH24:MI:SS.US')),
            kw.eligible, format('at %s', kw.eligible), 2
      WHERE rl.dispatches IS NOT NULL AND kw.recent >= rl.dispatches
     UNION ALL
