@@ -53,6 +53,10 @@ typedef struct SchedBatch
 	 */
 	bool		defer;
 	TimestampTz at;
+
+	/* whether any limit exists (queue_limits.c): 0 not yet known, 1 none, 2 some; read
+	 * once per call, so a limit set during a call applies from the next one */
+	int			limits_known;
 	int			npending;
 	SchedReservationWrite pending[SCHED_BATCH_MAX];
 } SchedBatch;

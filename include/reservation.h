@@ -14,7 +14,10 @@ typedef enum SchedWait
 	SCHED_WAIT_NONE = 0,		/* not left queued */
 	SCHED_WAIT_CAPACITY,		/* only transient reasons: keeps its place, no backoff */
 	SCHED_WAIT_STATIC,			/* the fleet as it is cannot run it: backs off */
-	SCHED_WAIT_CONTENTION		/* eligible pairs held or taken by concurrent dispatches */
+	SCHED_WAIT_CONTENTION,		/* eligible pairs held or taken by concurrent dispatches */
+	SCHED_WAIT_CONCURRENCY,		/* its concurrency key has its limit of live attempts */
+	SCHED_WAIT_RATE,			/* its concurrency key has its limit of dispatches in the window */
+	SCHED_WAIT_QUOTA			/* its tenant's quota has no room for it */
 } SchedWait;
 
 typedef struct SchedDispatchResult
@@ -33,6 +36,8 @@ typedef struct SchedDispatchResult
 	int			held_passed;	/* better candidates not tried: concurrent dispatches
 								 * were reserving them (inflight.c) */
 	SchedWait	waits;			/* UNSCHEDULABLE: why it was left queued */
+	bool		tenant_full;	/* SCHED_WAIT_QUOTA on the live attempts: no request of the
+								 * tenant can go until one of its attempts ends */
 } SchedDispatchResult;
 
 /*

@@ -33,6 +33,16 @@ extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
 extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 						   bool read_only, long count, int expected);
 
+/* Runs a kept read-only statement with the latest snapshot (every committed
+ * transaction, and this one's earlier commands), whatever the isolation level. */
+extern void sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls,
+								  int expected);
+
+/* Whether this database's pg_sched has the limits of 0.2.0 (request.concurrency_key):
+ * not while it is still at 0.1.0, where this library serves the 0.1.0 functions until
+ * ALTER EXTENSION pg_sched UPDATE.  Three syscache lookups. */
+extern bool sched_schema_has_limits(void);
+
 /* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
 extern Datum sched_spi_get(int row, int col, bool *isnull);
 extern char *sched_spi_text(int row, int col);	/* NULL when SQL NULL */

@@ -41,7 +41,14 @@ static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
 	"  INSERT INTO sched.attempt (attempt_id, request_id, execution_id, step_id, attempt_number, " \
 	"         tenant, node_id, worker_id, worker_generation, lease_version, status, " \
 	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, " \
-	"         lease_expires_at) "
+	"         lease_expires_at"
+/* the attempt carries its request's concurrency_key (the limits count attempts by it);
+ * a database still at 0.1.0 has no such column (the _LEGACY statements below) */
+#define KEY_COLUMN ", concurrency_key) "
+#define KEY_VALUE(request) \
+	", (SELECT q.concurrency_key FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) " request ")"
+#define NO_KEY_COLUMN ") "
+#define NO_KEY_VALUE(request) ""
 #define ATTEMPT_LEASE(at, ttl) \
 	at ", " at " OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => " ttl ")"
 #define COMMAND_INSERT \
@@ -66,94 +73,98 @@ static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
  * milestone (idempotent) and the request's DISPATCHED state.  Foreign keys of the
  * command to the attempt are checked at the end of the statement, when both exist.
  */
-static SchedStatement reservation_writes = {
-	"WITH w AS ( "
-	"  UPDATE sched.worker SET live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
-	"   WHERE worker_id OPERATOR(pg_catalog.=) $7 RETURNING 1 "
-	"), n AS ( "
-	"  UPDATE sched.node SET "
-	"         reserved_cpu_millis = reserved_cpu_millis OPERATOR(pg_catalog.+) $9, "
-	"         reserved_memory_mb = reserved_memory_mb OPERATOR(pg_catalog.+) $10, "
-	"         reserved_gpus = reserved_gpus OPERATOR(pg_catalog.+) $11, "
-	"         live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "
-	"   WHERE node_id OPERATOR(pg_catalog.=) $6 RETURNING 1 "
-	"), a AS ( "
-	ATTEMPT_INSERT
-	"  VALUES ($15, $1, $2, $3, $4, $5, $6, $7, $8, 1, 'DISPATCHED', $9, $10, $11, $12, "
-	"          " ATTEMPT_LEASE("$13", "$14") ") "
-	"  RETURNING 1 "
-	"), c AS ( "
-	COMMAND_INSERT "VALUES ($7, $8, 'START', $15, 1, $1, $13) RETURNING 1 "
-	"), t AS ( "
-	SELECTED_MILESTONE("$2", "$3", "$4", "$15", "$6", "$7", "$12", "$1", "$13")
-	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
-	"), r AS ( "
-	"  UPDATE sched.request x" REQUEST_DISPATCHED("$15", "x.tries")
-	"   WHERE x.request_id OPERATOR(pg_catalog.=) $1 RETURNING 1 "
-	") "
-	"SELECT (SELECT pg_catalog.count(*) FROM w) OPERATOR(pg_catalog.+) "
-	"       (SELECT pg_catalog.count(*) FROM n) OPERATOR(pg_catalog.+) "
-	"       (SELECT pg_catalog.count(*) FROM r)",
-	15, {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID, UUIDOID, INT8OID,
-		INT4OID, INT8OID, INT4OID, INT8OID, TIMESTAMPTZOID, FLOAT8OID, UUIDOID}
-};
+#define RESERVATION_WRITES(KEYCOL, KEYVAL) {\
+	"WITH w AS ( "\
+	"  UPDATE sched.worker SET live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "\
+	"   WHERE worker_id OPERATOR(pg_catalog.=) $7 RETURNING 1 "\
+	"), n AS ( "\
+	"  UPDATE sched.node SET "\
+	"         reserved_cpu_millis = reserved_cpu_millis OPERATOR(pg_catalog.+) $9, "\
+	"         reserved_memory_mb = reserved_memory_mb OPERATOR(pg_catalog.+) $10, "\
+	"         reserved_gpus = reserved_gpus OPERATOR(pg_catalog.+) $11, "\
+	"         live_attempts = live_attempts OPERATOR(pg_catalog.+) 1 "\
+	"   WHERE node_id OPERATOR(pg_catalog.=) $6 RETURNING 1 "\
+	"), a AS ( "\
+	ATTEMPT_INSERT KEYCOL\
+	"  VALUES ($15, $1, $2, $3, $4, $5, $6, $7, $8, 1, 'DISPATCHED', $9, $10, $11, $12, "\
+	"          " ATTEMPT_LEASE("$13", "$14") KEYVAL("$1") ") "\
+	"  RETURNING 1 "\
+	"), c AS ( "\
+	COMMAND_INSERT "VALUES ($7, $8, 'START', $15, 1, $1, $13) RETURNING 1 "\
+	"), t AS ( "\
+	SELECTED_MILESTONE("$2", "$3", "$4", "$15", "$6", "$7", "$12", "$1", "$13")\
+	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "\
+	"), r AS ( "\
+	"  UPDATE sched.request x" REQUEST_DISPATCHED("$15", "x.tries")\
+	"   WHERE x.request_id OPERATOR(pg_catalog.=) $1 RETURNING 1 "\
+	") "\
+	"SELECT (SELECT pg_catalog.count(*) FROM w) OPERATOR(pg_catalog.+) "\
+	"       (SELECT pg_catalog.count(*) FROM n) OPERATOR(pg_catalog.+) "\
+	"       (SELECT pg_catalog.count(*) FROM r)",\
+	15, {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID, UUIDOID, INT8OID,\
+		INT4OID, INT8OID, INT4OID, INT8OID, TIMESTAMPTZOID, FLOAT8OID, UUIDOID}\
+}
+static SchedStatement reservation_writes = RESERVATION_WRITES(KEY_COLUMN, KEY_VALUE);
+static SchedStatement reservation_writes_legacy = RESERVATION_WRITES(NO_KEY_COLUMN, NO_KEY_VALUE);
 
 /*
  * The same writes for a whole batch of reservations (dispatch_next): one row per
  * reservation in the arrays; the worker and node counters are summed per row.
  */
-static SchedStatement reservation_writes_batch = {
-	"WITH p AS MATERIALIZED ( "
-	"  SELECT p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
-	"         p.node_id COLLATE pg_catalog.\"C\" AS node_id, p.worker_id, p.generation, p.cpu, p.mem, "
-	"         p.gpus, p.score, p.attempt_id, p.ord "
-	"    FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.uuid[]), "
-	"                    pg_catalog.unnest($3::pg_catalog.uuid[]), pg_catalog.unnest($4::pg_catalog.int4[]), "
-	"                    pg_catalog.unnest($5::pg_catalog.text[]), pg_catalog.unnest($6::pg_catalog.text[]), "
-	"                    pg_catalog.unnest($7::pg_catalog.uuid[]), pg_catalog.unnest($8::pg_catalog.int8[]), "
-	"                    pg_catalog.unnest($9::pg_catalog.int4[]), pg_catalog.unnest($10::pg_catalog.int8[]), "
-	"                    pg_catalog.unnest($11::pg_catalog.int4[]), pg_catalog.unnest($12::pg_catalog.int8[]), "
-	"                    pg_catalog.unnest($13::pg_catalog.uuid[])) WITH ORDINALITY "
-	"         AS p(request_id, execution_id, step_id, attempt_number, tenant, node_id, "
-	"              worker_id, generation, cpu, mem, gpus, score, attempt_id, ord) "
-	"), w AS ( "
-	"  UPDATE sched.worker x SET live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
-	"    FROM (SELECT p.worker_id, pg_catalog.count(*)::pg_catalog.int4 AS n FROM p GROUP BY p.worker_id) d "
-	"   WHERE x.worker_id OPERATOR(pg_catalog.=) d.worker_id RETURNING 1 "
-	"), n AS ( "
-	"  UPDATE sched.node x SET "
-	"         reserved_cpu_millis = x.reserved_cpu_millis OPERATOR(pg_catalog.+) d.cpu, "
-	"         reserved_memory_mb = x.reserved_memory_mb OPERATOR(pg_catalog.+) d.mem, "
-	"         reserved_gpus = x.reserved_gpus OPERATOR(pg_catalog.+) d.gpus, "
-	"         live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "
-	"    FROM (SELECT p.node_id, pg_catalog.count(*)::pg_catalog.int4 AS n, pg_catalog.sum(p.cpu)::pg_catalog.int4 AS cpu, "
-	"                 pg_catalog.sum(p.mem)::pg_catalog.int8 AS mem, pg_catalog.sum(p.gpus)::pg_catalog.int4 AS gpus "
-	"            FROM p GROUP BY p.node_id) d "
-	"   WHERE x.node_id OPERATOR(pg_catalog.=) d.node_id RETURNING 1 "
-	"), a AS ( "
-	ATTEMPT_INSERT
-	"  SELECT p.attempt_id, p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "
-	"         p.node_id, p.worker_id, p.generation, 1, 'DISPATCHED', p.cpu, p.mem, p.gpus, p.score, "
-	"         " ATTEMPT_LEASE("$14", "$15") " FROM p "
-	"  RETURNING 1 "
-	"), c AS ( "
-	COMMAND_INSERT
-	"  SELECT p.worker_id, p.generation, 'START', p.attempt_id, 1, p.request_id, $14 "
-	"    FROM p ORDER BY p.ord RETURNING 1 "
-	"), t AS ( "
-	SELECTED_MILESTONE("p.execution_id", "p.step_id", "p.attempt_number", "p.attempt_id",
-					   "p.node_id", "p.worker_id", "p.score", "p.request_id", "$14")
-	"    FROM p ORDER BY p.ord "
-	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "
-	"), r AS ( "
-	"  UPDATE sched.request x" REQUEST_DISPATCHED("p.attempt_id", "x.tries")
-	"    FROM p WHERE x.request_id OPERATOR(pg_catalog.=) p.request_id RETURNING 1 "
-	") "
-	"SELECT (SELECT pg_catalog.count(*) FROM r), (SELECT pg_catalog.count(*) FROM a)",
-	15, {INT8ARRAYOID, UUIDARRAYOID, UUIDARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-		UUIDARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID,
-		UUIDARRAYOID, TIMESTAMPTZOID, FLOAT8OID}
-};
+#define RESERVATION_WRITES_BATCH(KEYCOL, KEYVAL) {\
+	"WITH p AS MATERIALIZED ( "\
+	"  SELECT p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "\
+	"         p.node_id COLLATE pg_catalog.\"C\" AS node_id, p.worker_id, p.generation, p.cpu, p.mem, "\
+	"         p.gpus, p.score, p.attempt_id, p.ord "\
+	"    FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.int8[]), pg_catalog.unnest($2::pg_catalog.uuid[]), "\
+	"                    pg_catalog.unnest($3::pg_catalog.uuid[]), pg_catalog.unnest($4::pg_catalog.int4[]), "\
+	"                    pg_catalog.unnest($5::pg_catalog.text[]), pg_catalog.unnest($6::pg_catalog.text[]), "\
+	"                    pg_catalog.unnest($7::pg_catalog.uuid[]), pg_catalog.unnest($8::pg_catalog.int8[]), "\
+	"                    pg_catalog.unnest($9::pg_catalog.int4[]), pg_catalog.unnest($10::pg_catalog.int8[]), "\
+	"                    pg_catalog.unnest($11::pg_catalog.int4[]), pg_catalog.unnest($12::pg_catalog.int8[]), "\
+	"                    pg_catalog.unnest($13::pg_catalog.uuid[])) WITH ORDINALITY "\
+	"         AS p(request_id, execution_id, step_id, attempt_number, tenant, node_id, "\
+	"              worker_id, generation, cpu, mem, gpus, score, attempt_id, ord) "\
+	"), w AS ( "\
+	"  UPDATE sched.worker x SET live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "\
+	"    FROM (SELECT p.worker_id, pg_catalog.count(*)::pg_catalog.int4 AS n FROM p GROUP BY p.worker_id) d "\
+	"   WHERE x.worker_id OPERATOR(pg_catalog.=) d.worker_id RETURNING 1 "\
+	"), n AS ( "\
+	"  UPDATE sched.node x SET "\
+	"         reserved_cpu_millis = x.reserved_cpu_millis OPERATOR(pg_catalog.+) d.cpu, "\
+	"         reserved_memory_mb = x.reserved_memory_mb OPERATOR(pg_catalog.+) d.mem, "\
+	"         reserved_gpus = x.reserved_gpus OPERATOR(pg_catalog.+) d.gpus, "\
+	"         live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "\
+	"    FROM (SELECT p.node_id, pg_catalog.count(*)::pg_catalog.int4 AS n, pg_catalog.sum(p.cpu)::pg_catalog.int4 AS cpu, "\
+	"                 pg_catalog.sum(p.mem)::pg_catalog.int8 AS mem, pg_catalog.sum(p.gpus)::pg_catalog.int4 AS gpus "\
+	"            FROM p GROUP BY p.node_id) d "\
+	"   WHERE x.node_id OPERATOR(pg_catalog.=) d.node_id RETURNING 1 "\
+	"), a AS ( "\
+	ATTEMPT_INSERT KEYCOL\
+	"  SELECT p.attempt_id, p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "\
+	"         p.node_id, p.worker_id, p.generation, 1, 'DISPATCHED', p.cpu, p.mem, p.gpus, p.score, "\
+	"         " ATTEMPT_LEASE("$14", "$15") KEYVAL("p.request_id") " FROM p "\
+	"  RETURNING 1 "\
+	"), c AS ( "\
+	COMMAND_INSERT\
+	"  SELECT p.worker_id, p.generation, 'START', p.attempt_id, 1, p.request_id, $14 "\
+	"    FROM p ORDER BY p.ord RETURNING 1 "\
+	"), t AS ( "\
+	SELECTED_MILESTONE("p.execution_id", "p.step_id", "p.attempt_number", "p.attempt_id",\
+					   "p.node_id", "p.worker_id", "p.score", "p.request_id", "$14")\
+	"    FROM p ORDER BY p.ord "\
+	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "\
+	"), r AS ( "\
+	"  UPDATE sched.request x" REQUEST_DISPATCHED("p.attempt_id", "x.tries")\
+	"    FROM p WHERE x.request_id OPERATOR(pg_catalog.=) p.request_id RETURNING 1 "\
+	") "\
+	"SELECT (SELECT pg_catalog.count(*) FROM r), (SELECT pg_catalog.count(*) FROM a)",\
+	15, {INT8ARRAYOID, UUIDARRAYOID, UUIDARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,\
+		UUIDARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID,\
+		UUIDARRAYOID, TIMESTAMPTZOID, FLOAT8OID}\
+}
+static SchedStatement reservation_writes_batch = RESERVATION_WRITES_BATCH(KEY_COLUMN, KEY_VALUE);
+static SchedStatement reservation_writes_batch_legacy = RESERVATION_WRITES_BATCH(NO_KEY_COLUMN, NO_KEY_VALUE);
 
 static Datum
 array_of(Datum *elems, int n, Oid type)
@@ -203,7 +214,8 @@ sched_batch_flush(SchedBatch *cache)
 		v[k] = array_of(cols[k], n, types[k]);
 	v[13] = TimestampTzGetDatum(cache->at);
 	v[14] = Float8GetDatum((double) sched_lease_ttl_s);
-	sched_spi_exec(&reservation_writes_batch, v, NULL, false, 1, SPI_OK_SELECT);
+	sched_spi_exec(sched_schema_has_limits() ? &reservation_writes_batch : &reservation_writes_batch_legacy,
+				   v, NULL, false, 1, SPI_OK_SELECT);
 	if (sched_spi_int64(0, 1) != n || sched_spi_int64(0, 2) != n)
 		elog(ERROR, "pg_sched: batched reservation wrote " INT64_FORMAT " of %d requests",
 			 sched_spi_int64(0, 1), n);
@@ -298,7 +310,8 @@ sched_write_reservation(const SchedReservationWrite *r, TimestampTz at)
 	v[12] = TimestampTzGetDatum(at);
 	v[13] = Float8GetDatum((double) sched_lease_ttl_s);
 	v[14] = UUIDPGetDatum(&r->attempt_id);
-	sched_spi_exec(&reservation_writes, v, NULL, false, 1, SPI_OK_SELECT);
+	sched_spi_exec(sched_schema_has_limits() ? &reservation_writes : &reservation_writes_legacy,
+				   v, NULL, false, 1, SPI_OK_SELECT);
 	if (sched_spi_int64(0, 1) != 3)
 		elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " wrote an unexpected number of rows",
 			 r->request_id);

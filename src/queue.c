@@ -113,10 +113,18 @@ static SchedStatement starving_batch = {
 	7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID}
 };
 
+/* dispatch_next's also reads each row's concurrency_key, and leaves out the keys and
+ * tenants a limit holds back for the rest of the call (queue_exclude_key/_tenant) */
+#define LIMITED_FILTER(keys, tenants) \
+	"   AND (r.concurrency_key IS NULL OR r.concurrency_key OPERATOR(pg_catalog.<>) ALL (" keys "::pg_catalog.text[])) " \
+	"   AND r.tenant OPERATOR(pg_catalog.<>) ALL (" tenants "::pg_catalog.text[]) "
+
 static SchedStatement starving_batch_shapes = {
-	STARVING_BATCH(", r.shape", "   AND r.shape OPERATOR(pg_catalog.<>) ALL ($8::pg_catalog.int8[]) "),
-	8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID,
-		INT8ARRAYOID}
+	STARVING_BATCH(", r.shape, r.concurrency_key",
+				   "   AND r.shape OPERATOR(pg_catalog.<>) ALL ($8::pg_catalog.int8[]) "
+				   LIMITED_FILTER("$9", "$10")),
+	10, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID,
+		INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID}
 };
 
 static SchedStatement tenant_batch = {
@@ -126,9 +134,11 @@ static SchedStatement tenant_batch = {
 };
 
 static SchedStatement tenant_batch_shapes = {
-	TENANT_BATCH(", r.shape", "   AND r.shape OPERATOR(pg_catalog.<>) ALL ($9::pg_catalog.int8[]) "),
-	9, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID,
-		INT4OID, INT8ARRAYOID}
+	TENANT_BATCH(", r.shape, r.concurrency_key",
+				 "   AND r.shape OPERATOR(pg_catalog.<>) ALL ($9::pg_catalog.int8[]) "
+				 LIMITED_FILTER("$10", "$11")),
+	11, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID,
+		INT4OID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID}
 };
 
 /*
@@ -195,6 +205,7 @@ typedef struct QueueTenant
 	int64		buffer[QUEUE_BATCH];
 	SchedStepKey keys[QUEUE_BATCH];
 	int64		shapes[QUEUE_BATCH];
+	char	   *ckeys[QUEUE_BATCH];	/* concurrency_key (dispatch_next), NULL: none */
 	int			buffered;
 	int			next;
 } QueueTenant;
@@ -212,6 +223,7 @@ typedef struct QueueScan
 	int64		starving_buffer[QUEUE_BATCH];
 	SchedStepKey starving_keys[QUEUE_BATCH];
 	int64		starving_shapes[QUEUE_BATCH];
+	char	   *starving_ckeys[QUEUE_BATCH];
 	char	   *starving_tenant[QUEUE_BATCH];
 	int			starving_buffered;
 	int			starving_next;
@@ -226,6 +238,12 @@ typedef struct QueueScan
 	int64	   *excluded;
 	int			nexcluded;
 	int			excluded_size;
+	/* dispatch_next: keys and tenants a limit holds back, left out for the rest of the
+	 * call (they are full: trying their requests would only find the same) */
+	char	  **excluded_keys;
+	int			nexcluded_keys;
+	char	  **excluded_tenants;
+	int			nexcluded_tenants;
 } QueueScan;
 
 /* The shapes the batch statements leave out, as an int8[] parameter. */
@@ -239,6 +257,50 @@ excluded_shapes(const QueueScan *q)
 		elems[i] = Int64GetDatum(q->excluded[i]);
 	return PointerGetDatum(construct_array(elems, q->nexcluded, INT8OID, 8,
 										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+static Datum
+text_array(char **names, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		elems[i] = CStringGetTextDatum(names[i]);
+	return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+static bool
+name_in(char **names, int n, const char *name)
+{
+	int			i;
+
+	if (name == NULL)
+		return false;
+	for (i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* From now on the scan reads no request of the key (or tenant); the consumer passes
+ * over rows already buffered (queue_limited). */
+static void
+queue_exclude_name(char ***names, int *n, const char *name)
+{
+	if (name == NULL || name_in(*names, *n, name))
+		return;
+	*names = *names == NULL ? palloc(sizeof(char *) * 8)
+		: (*n % 8 == 0 ? repalloc(*names, sizeof(char *) * (*n + 8)) : *names);
+	(*names)[(*n)++] = pstrdup(name);
+}
+
+/* Whether a limit holds the request's key or tenant back for the rest of the call. */
+static bool
+queue_limited(const QueueScan *q, const char *ckey, const char *tenant)
+{
+	return name_in(q->excluded_keys, q->nexcluded_keys, ckey) ||
+		name_in(q->excluded_tenants, q->nexcluded_tenants, tenant);
 }
 
 /* From now on the scan reads no request of `shape` (rows already buffered are the
@@ -304,8 +366,8 @@ fetch_limit(const QueueScan *q)
 static void
 fetch_starving(QueueScan *q)
 {
-	Datum		v[8];
-	char		n[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		v[10];
+	char		n[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	uint64		i;
 	bool		isnull;
 
@@ -319,7 +381,11 @@ fetch_starving(QueueScan *q)
 		v[2] = Int64GetDatum(PG_INT64_MIN);
 	v[6] = Int32GetDatum(fetch_limit(q));
 	if (q->with_shapes)
+	{
 		v[7] = excluded_shapes(q);
+		v[8] = text_array(q->excluded_keys, q->nexcluded_keys);
+		v[9] = text_array(q->excluded_tenants, q->nexcluded_tenants);
+	}
 	sched_spi_exec(q->with_shapes ? &starving_batch_shapes : &starving_batch, v, n, false, 0,
 				   SPI_OK_SELECT);
 	q->starving_buffered = (int) SPI_processed;
@@ -333,6 +399,7 @@ fetch_starving(QueueScan *q)
 		q->starving_keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
 		q->starving_tenant[i] = sched_spi_text((int) i, 2);
 		q->starving_shapes[i] = q->with_shapes ? sched_spi_int64((int) i, 6) : 0;
+		q->starving_ckeys[i] = q->with_shapes ? sched_spi_text((int) i, 7) : NULL;
 		q->starving_queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		q->starving_request_id = q->starving_buffer[i];
 	}
@@ -341,8 +408,8 @@ fetch_starving(QueueScan *q)
 static void
 fetch_tenant(QueueScan *q, QueueTenant *t)
 {
-	Datum		v[9];
-	char		n[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		v[11];
+	char		n[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	uint64		i;
 	bool		isnull;
 
@@ -355,7 +422,11 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 	v[6] = TimestampTzGetDatum(q->starving_cutoff);
 	v[7] = Int32GetDatum(fetch_limit(q));
 	if (q->with_shapes)
+	{
 		v[8] = excluded_shapes(q);
+		v[9] = text_array(q->excluded_keys, q->nexcluded_keys);
+		v[10] = text_array(q->excluded_tenants, q->nexcluded_tenants);
+	}
 	sched_spi_exec(q->with_shapes ? &tenant_batch_shapes : &tenant_batch, v, n, false, 0,
 				   SPI_OK_SELECT);
 	t->buffered = (int) SPI_processed;
@@ -368,6 +439,7 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 		t->keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
 		t->keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
 		t->shapes[i] = q->with_shapes ? sched_spi_int64((int) i, 6) : 0;
+		t->ckeys[i] = q->with_shapes ? sched_spi_text((int) i, 7) : NULL;
 		t->sort_key = DatumGetFloat8(sched_spi_get((int) i, 2, &isnull));
 		t->queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		t->request_id = t->buffer[i];
@@ -392,7 +464,8 @@ tenant_before(const QueueTenant *a, const QueueTenant *b)
  * tenant not in the list); *key and *shape to the request's step key and shape.
  */
 static int64
-queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape)
+queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape,
+		   char **ckey, char **tenant_name)
 {
 	*tenant = NULL;
 	for (;;)
@@ -407,6 +480,8 @@ queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape)
 					*tenant = &q->tenants[i];
 			*key = q->starving_keys[k];
 			*shape = q->starving_shapes[k];
+			*ckey = q->starving_ckeys[k];
+			*tenant_name = q->starving_tenant[k];
 			return q->starving_buffer[k];
 		}
 		if (q->starving_exhausted)
@@ -438,6 +513,8 @@ queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape)
 		*tenant = best;
 		*key = best->keys[best->next];
 		*shape = best->shapes[best->next];
+		*ckey = best->ckeys[best->next];
+		*tenant_name = best->name;
 		return best->buffer[best->next++];
 	}
 }
@@ -531,11 +608,13 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 		QueueTenant *t;
 		SchedStepKey key;
 		int64		shape;
+		char	   *ckey;
+		char	   *tname;
 		int64		id;
 		Datum		v[3];
 
 		q.want = max_requests - claimed;
-		id = queue_next(&q, &t, &key, &shape);
+		id = queue_next(&q, &t, &key, &shape, &ckey, &tname);
 		if (id < 0)
 			break;
 		scanned++;
@@ -741,6 +820,8 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		QueueTenant *t;
 		SchedStepKey key;
 		int64		shape;
+		char	   *ckey;
+		char	   *tname;
 		int64		id;
 		ShapeEntry *e;
 		SchedDispatchResult res;
@@ -748,9 +829,11 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		bool		nulls[8];
 
 		q.want = max_dispatches - dispatched;
-		id = queue_next(&q, &t, &key, &shape);
+		id = queue_next(&q, &t, &key, &shape, &ckey, &tname);
 		if (id < 0)
 			break;
+		if (queue_limited(&q, ckey, tname))
+			continue;			/* its key or tenant is full: untried, unwritten */
 		e = shape_entry(&judge, shape, id, &q);
 		if (!worth_trying(&judge, e, &q))
 			continue;			/* waits for capacity: left as it is, in its place */
@@ -772,6 +855,14 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(outer);
 		MemoryContextReset(per_request);
 		/* what the try found of the shape, on a fresh snapshot */
+		if (res.waits == SCHED_WAIT_CONCURRENCY || res.waits == SCHED_WAIT_RATE)
+			queue_exclude_name(&q.excluded_keys, &q.nexcluded_keys, ckey);
+		else if (res.waits == SCHED_WAIT_QUOTA && res.tenant_full)
+		{
+			queue_exclude_name(&q.excluded_tenants, &q.nexcluded_tenants, tname);
+			if (t != NULL)
+				t->next = t->buffered;	/* and its buffered rows */
+		}
 		if (e != NULL && res.waits == SCHED_WAIT_CAPACITY)
 			set_verdict(&judge, e, SCHED_VERDICT_WAITS, &q);
 		else if (e != NULL && res.waits == SCHED_WAIT_STATIC)

@@ -14,6 +14,8 @@
  *   3. the attempt row (finish, renew, reap; a new attempt is inserted, never waited on);
  *   4. the execution row (dispatch: FOR SHARE, so dispatches of one execution run in
  *      parallel; cancel and complete: FOR UPDATE);
+ *   4a. for a request that a limit applies to, the advisory locks of its concurrency key
+ *      and its tenant (queue_limits.c), taken only by dispatch and never waited for;
  *   5. the worker row, then its node row (FOR UPDATE OF both in one statement).
  *
  * Worker/node pairs are the contended resource.  A dispatch tries candidates in rank
@@ -52,6 +54,7 @@
 #include "batch.h"
 #include "fleet_mirror.h"
 #include "inflight.h"
+#include "queue_limits.h"
 #include "validate.h"
 #include "spi_util.h"
 #include "settings.h"
@@ -417,6 +420,33 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 	set_outcome(res, "UNSCHEDULABLE", summary);
 }
 
+/*
+ * The request waits for a limit (queue_limits.c): it keeps its place and no try is counted; a
+ * rate-limited one is not tried again before the window frees a dispatch.  Nothing is
+ * written when it was already waiting for the same reason and time.
+ */
+static void
+leave_limited(const SchedRequestRow *req, const SchedLimitsResult *limits,
+			  SchedDispatchResult *res)
+{
+	TimestampTz next = req->available_at;
+	Datum		v[4];
+
+	if (limits->waits == SCHED_WAIT_RATE)
+		next = Max(next, limits->eligible_at);
+	res->waits = limits->waits;
+	res->tenant_full = limits->tenant_full;
+	set_outcome(res, "UNSCHEDULABLE", limits->detail);
+	if (strcmp(req->state, "PENDING") == 0 && next == req->available_at &&
+		req->last_reason != NULL && strcmp(req->last_reason, limits->detail) == 0)
+		return;
+	v[0] = Int64GetDatum(req->request_id);
+	v[1] = Int32GetDatum(0);
+	v[2] = CStringGetTextDatum(limits->detail);
+	v[3] = TimestampTzGetDatum(next);
+	sched_spi_exec(&request_waits, v, NULL, false, 0, SPI_OK_UPDATE);
+}
+
 /* busy pairs remembered for the second try after waiting */
 #define SKIPPED_MAX 64
 
@@ -518,6 +548,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	TransactionId *lockers;
 	int			nskipped = 0;
 	bool		holds_pair = false;
+	SchedLimitsResult limits;
 	bool		may_wait;
 	bool		avoided_last;
 
@@ -613,6 +644,22 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	/* an attempt for this step and number already exists: return it, create nothing */
 	if (return_existing(&req, res))
 		return true;
+
+	/* the queue-level limits, under their own locks, before any pair (queue_limits.c) */
+	sched_limits_check(&req, &args.p, args.at, cache, &limits);
+	if (limits.verdict == SCHED_LIMITS_BUSY)
+	{
+		if (from_queue)
+			return false;
+		res->waits = SCHED_WAIT_CONTENTION;
+		set_outcome(res, "UNSCHEDULABLE", limits.detail);
+		return true;
+	}
+	if (limits.verdict == SCHED_LIMITS_REACHED)
+	{
+		leave_limited(&req, &limits, res);
+		return true;
+	}
 
 	/* stages 2 and 3 on a fresh snapshot, then 5. pairs in rank order */
 	if (cache != NULL)

@@ -6,6 +6,10 @@
 
 #include "spi_util.h"
 
+#include "catalog/namespace.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 
@@ -50,6 +54,37 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 	if (rc != expected)
 		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected), stmt->sql);
+}
+
+void
+sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls, int expected)
+{
+	int			rc;
+	MemoryContext caller = CurrentMemoryContext;
+
+	(void) sched_spi_plan(stmt);
+	if (SPI_tuptable != NULL)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		SPI_tuptable = NULL;
+	}
+	/* what every transaction committed so far sees, whatever the isolation level (as the
+	 * referential-integrity checks do), and this transaction's own earlier commands */
+	rc = SPI_execute_snapshot(stmt->plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot,
+							  true, false, 0);
+	MemoryContextSwitchTo(caller);
+	if (rc != expected)
+		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
+			 SPI_result_code_string(rc), SPI_result_code_string(expected), stmt->sql);
+}
+
+bool
+sched_schema_has_limits(void)
+{
+	Oid			nsp = get_namespace_oid("sched", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid("request", nsp) : InvalidOid;
+
+	return OidIsValid(rel) && get_attnum(rel, "concurrency_key") != InvalidAttrNumber;
 }
 
 Datum

@@ -16,6 +16,32 @@ CREATE TABLE sched.tenant (
 );
 COMMENT ON TABLE sched.tenant IS 'Tenants: fair-share weight (a tenant not listed has weight 1) and owner (not listed or NULL: none).';
 
+/* Limits that hold under any number of dispatchers (issue 14, docs/design/limits.md):
+ * set by sched_admin (set_concurrency_limit, set_rate_limit, set_tenant_quota), read by
+ * the reservation transaction under a lock of the limit's own, dumped with the data. */
+CREATE TABLE sched.concurrency_limit (
+    concurrency_key text COLLATE "C" PRIMARY KEY,
+    max_live        int NOT NULL CONSTRAINT concurrency_limit_positive CHECK (max_live > 0)
+);
+COMMENT ON TABLE sched.concurrency_limit IS 'At most max_live live attempts of the requests submitted with this concurrency_key.';
+CREATE TABLE sched.rate_limit (
+    concurrency_key text COLLATE "C" PRIMARY KEY,
+    dispatches      int NOT NULL CONSTRAINT rate_limit_dispatches_positive CHECK (dispatches > 0),
+    per             interval NOT NULL CONSTRAINT rate_limit_per_valid
+                    CHECK (per > interval '0' AND per <= interval '30 days')
+);
+COMMENT ON TABLE sched.rate_limit IS 'At most dispatches dispatches of the key in any sliding window of length per.';
+CREATE TABLE sched.tenant_quota (
+    tenant          text COLLATE "C" PRIMARY KEY,
+    max_live        int CONSTRAINT tenant_quota_live_positive CHECK (max_live > 0),
+    max_cpu_millis  int CONSTRAINT tenant_quota_cpu_positive CHECK (max_cpu_millis > 0),
+    max_memory_mb   bigint CONSTRAINT tenant_quota_memory_positive CHECK (max_memory_mb > 0),
+    max_gpus        int CONSTRAINT tenant_quota_gpus_positive CHECK (max_gpus > 0),
+    CONSTRAINT tenant_quota_some_limit
+        CHECK (num_nonnulls(max_live, max_cpu_millis, max_memory_mb, max_gpus) > 0)
+);
+COMMENT ON TABLE sched.tenant_quota IS 'Hard limits on what the live attempts of a tenant hold (NULL: no limit on that dimension).';
+
 CREATE TABLE sched.execution (
     execution_id    uuid PRIMARY KEY,
     tenant          text NOT NULL,
@@ -81,6 +107,8 @@ CREATE TABLE sched.request (
                             || reserve_memory_mb::text || ',' || reserve_gpus::text || ','
                             || coalesce(pg_catalog.length(node_id)::text || ':' || node_id, '-'),
                             0)) STORED,
+    -- the key its concurrency and rate limits are counted by (NULL: none)
+    concurrency_key     text COLLATE "C",
     CONSTRAINT request_one_per_step_attempt UNIQUE (step_id, attempt_number),
     CONSTRAINT request_amounts_nonnegative CHECK (
         min_cpu_millis >= 0 AND min_memory_mb >= 0 AND min_gpus >= 0 AND
@@ -127,6 +155,8 @@ CREATE TABLE sched.attempt (
     lease_expires_at    timestamptz NOT NULL,
     finished_at         timestamptz,
     detail              jsonb,
+    -- its request's concurrency_key, for counting live attempts and dispatches of a key
+    concurrency_key     text COLLATE "C",
     CONSTRAINT attempt_one_per_step_attempt UNIQUE (step_id, attempt_number),
     CONSTRAINT attempt_finished_when_terminal
         CHECK ((status IN ('DISPATCHED', 'RUNNING')) = (finished_at IS NULL))
@@ -137,6 +167,13 @@ CREATE INDEX attempt_live_lease_idx ON sched.attempt (lease_expires_at) WHERE st
 CREATE INDEX attempt_execution_idx ON sched.attempt (execution_id);
 -- recent dispatches (sched.queue_stats)
 CREATE INDEX attempt_dispatched_at_idx ON sched.attempt (dispatched_at);
+-- the limits' counts: live attempts of a key, dispatches of a key in a window, live
+-- attempts of a tenant
+CREATE INDEX attempt_live_key_idx ON sched.attempt (concurrency_key)
+    WHERE concurrency_key IS NOT NULL AND status IN ('DISPATCHED', 'RUNNING');
+CREATE INDEX attempt_key_dispatched_idx ON sched.attempt (concurrency_key, dispatched_at)
+    WHERE concurrency_key IS NOT NULL;
+CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE status IN ('DISPATCHED', 'RUNNING');
 
 /* Live attempts per tenant, for fair share (dispatch_next reads them at every call):
  * counting the attempts costs as much as there are live ones, so triggers on
@@ -259,3 +296,6 @@ SELECT pg_catalog.pg_extension_config_dump('sched.command', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.command_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.timeline', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.timeline_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.concurrency_limit', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.rate_limit', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.tenant_quota', '');

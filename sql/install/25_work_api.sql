@@ -75,6 +75,117 @@ $$;
 -- ---------------------------------------------------------------------------------
 
 /*
+ * set_concurrency_limit: at most max_live live attempts of the requests submitted with
+ * concurrency_key; NULL removes the limit.  Exact under concurrency (src/reservation.c
+ * checks it under a lock of the key).  Returns the limit, or NULL when removed.
+ */
+CREATE OR REPLACE FUNCTION sched.set_concurrency_limit(concurrency_key text, max_live int)
+RETURNS sched.concurrency_limit
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.concurrency_limit;
+BEGIN
+    PERFORM sched._require_text(concurrency_key, 'concurrency_key');
+    PERFORM sched._check_name(concurrency_key, 'concurrency_key');
+    IF max_live IS NULL THEN
+        DELETE FROM sched.concurrency_limit l WHERE l.concurrency_key = set_concurrency_limit.concurrency_key;
+        RETURN NULL;
+    END IF;
+    IF max_live <= 0 THEN
+        RAISE EXCEPTION 'parameter "max_live" must be positive: %', max_live
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO sched.concurrency_limit AS l (concurrency_key, max_live)
+    VALUES (set_concurrency_limit.concurrency_key, set_concurrency_limit.max_live)
+    ON CONFLICT ON CONSTRAINT concurrency_limit_pkey DO UPDATE SET max_live = excluded.max_live
+    RETURNING * INTO result;
+    RETURN result;
+END
+$$;
+
+/*
+ * set_rate_limit: at most `dispatches` dispatches of the key in any sliding window of
+ * length `per` (more than 0, at most 30 days); dispatches NULL (and per NULL) removes the
+ * limit.  Returns the limit, or NULL when removed.
+ */
+CREATE OR REPLACE FUNCTION sched.set_rate_limit(concurrency_key text, dispatches int, per interval)
+RETURNS sched.rate_limit
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.rate_limit;
+BEGIN
+    PERFORM sched._require_text(concurrency_key, 'concurrency_key');
+    PERFORM sched._check_name(concurrency_key, 'concurrency_key');
+    IF dispatches IS NULL AND per IS NULL THEN
+        DELETE FROM sched.rate_limit l WHERE l.concurrency_key = set_rate_limit.concurrency_key;
+        RETURN NULL;
+    END IF;
+    PERFORM sched._require(dispatches, 'dispatches');
+    PERFORM sched._require(per, 'per');
+    IF dispatches <= 0 THEN
+        RAISE EXCEPTION 'parameter "dispatches" must be positive: %', dispatches
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT (per > interval '0' AND per <= interval '30 days') THEN
+        RAISE EXCEPTION 'parameter "per" must be more than 0 and at most 30 days: %', per
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO sched.rate_limit AS l (concurrency_key, dispatches, per)
+    VALUES (set_rate_limit.concurrency_key, set_rate_limit.dispatches, set_rate_limit.per)
+    ON CONFLICT ON CONSTRAINT rate_limit_pkey DO UPDATE SET dispatches = excluded.dispatches, per = excluded.per
+    RETURNING * INTO result;
+    RETURN result;
+END
+$$;
+
+/*
+ * set_tenant_quota: hard limits on what the tenant's live attempts hold: their number and
+ * the sums of their reservations (NULL: no limit on that dimension; all NULL removes the
+ * quota).  Returns the quota, or NULL when removed.
+ */
+CREATE OR REPLACE FUNCTION sched.set_tenant_quota(tenant text, max_live int, max_cpu_millis int,
+                                                  max_memory_mb bigint, max_gpus int)
+RETURNS sched.tenant_quota
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    result sched.tenant_quota;
+BEGIN
+    PERFORM sched._require_text(tenant, 'tenant');
+    PERFORM sched._check_name(tenant, 'tenant');
+    IF num_nonnulls(max_live, max_cpu_millis, max_memory_mb, max_gpus) = 0 THEN
+        DELETE FROM sched.tenant_quota q WHERE q.tenant = set_tenant_quota.tenant;
+        RETURN NULL;
+    END IF;
+    IF max_live <= 0 THEN
+        RAISE EXCEPTION 'parameter "max_live" must be positive: %', max_live USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_cpu_millis <= 0 THEN
+        RAISE EXCEPTION 'parameter "max_cpu_millis" must be positive: %', max_cpu_millis USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_memory_mb <= 0 THEN
+        RAISE EXCEPTION 'parameter "max_memory_mb" must be positive: %', max_memory_mb USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_gpus <= 0 THEN
+        RAISE EXCEPTION 'parameter "max_gpus" must be positive: %', max_gpus USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO sched.tenant_quota AS q (tenant, max_live, max_cpu_millis, max_memory_mb, max_gpus)
+    VALUES (set_tenant_quota.tenant, set_tenant_quota.max_live, set_tenant_quota.max_cpu_millis,
+            set_tenant_quota.max_memory_mb, set_tenant_quota.max_gpus)
+    ON CONFLICT ON CONSTRAINT tenant_quota_pkey DO UPDATE
+        SET max_live = excluded.max_live, max_cpu_millis = excluded.max_cpu_millis,
+            max_memory_mb = excluded.max_memory_mb, max_gpus = excluded.max_gpus
+    RETURNING * INTO result;
+    RETURN result;
+END
+$$;
+
+/*
  * submit: queues one attempt of one step.  Idempotent on (step_id, attempt_number): a
  * repeated call returns the existing request_id and changes nothing.  Creates the
  * execution (QUEUED, with this tenant) at its first submit.  A request is ready from
@@ -104,7 +215,8 @@ CREATE OR REPLACE FUNCTION sched.submit(
     node_id text DEFAULT NULL,
     max_attempts int DEFAULT 3,
     available_at timestamptz DEFAULT now(),
-    payload jsonb DEFAULT NULL)
+    payload jsonb DEFAULT NULL,
+    concurrency_key text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -150,6 +262,12 @@ BEGIN
     END IF;
     PERFORM sched._require(available_at, 'available_at');
     PERFORM sched._check_time(available_at, 'available_at');
+    PERFORM sched._check_name(concurrency_key, 'concurrency_key');
+    IF concurrency_key = '' THEN
+        RAISE EXCEPTION 'parameter "concurrency_key" must not be empty'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass NULL for a request that no concurrency or rate limit counts.';
+    END IF;
 
     -- the fence of the tenant named, and of the tenant of the execution if it exists
     SELECT t.owner INTO fence FROM sched.tenant t WHERE t.tenant = submit.tenant;
@@ -193,14 +311,14 @@ BEGIN
         execution_id, step_id, attempt_number, tenant, priority, capability, capability_version,
         required_labels, preferred_labels, min_cpu_millis, min_memory_mb, min_gpus,
         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts,
-        state, queued_at, available_at, sort_key, payload)
+        state, queued_at, available_at, sort_key, payload, concurrency_key)
     VALUES (
         submit.execution_id, submit.step_id, submit.attempt_number, submit.tenant, submit.priority,
         submit.capability, submit.capability_version, submit.required_labels, submit.preferred_labels,
         submit.min_cpu_millis, submit.min_memory_mb, submit.min_gpus, submit.reserve_cpu_millis,
         submit.reserve_memory_mb, submit.reserve_gpus, submit.node_id, submit.max_attempts,
         'PENDING', submit.available_at, submit.available_at,
-        sched._queue_key(submit.priority, submit.available_at), submit.payload)
+        sched._queue_key(submit.priority, submit.available_at), submit.payload, submit.concurrency_key)
     ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING
     RETURNING r.request_id INTO new_id;
 

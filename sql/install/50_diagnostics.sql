@@ -26,6 +26,90 @@ RETURNS TABLE (request_id bigint, explanation text, blocked text)
 AS 'MODULE_PATHNAME', 'sched_pending_explanations'
 LANGUAGE C STABLE;
 
+/* The queue-level limit that holds each open request back now (issue 14, the same rules
+ * and words as the check in src/queue_limits.c): its key's concurrency limit, its key's
+ * rate limit, or its tenant's quota, the first that is reached; when it clears (a rate
+ * limit: a time; the others: when an attempt of the key or tenant ends). */
+CREATE OR REPLACE FUNCTION sched.limit_explanations(at timestamptz)
+RETURNS TABLE (request_id bigint, limit_kind text, reason text, clears_at timestamptz, clears text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF at IS NULL THEN
+        RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT isfinite(at) OR at < '1900-01-01 00:00:00+00' OR at >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
+            DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
+    END IF;
+    RETURN QUERY
+WITH open AS (
+    SELECT r.request_id, r.concurrency_key, r.tenant, r.reserve_cpu_millis, r.reserve_memory_mb,
+           r.reserve_gpus
+      FROM sched.request r WHERE r.state IN ('PENDING', 'CLAIMED')
+), key_live AS (
+    SELECT a.concurrency_key, count(*) AS live
+      FROM sched.attempt a
+     WHERE a.concurrency_key IS NOT NULL AND a.status IN ('DISPATCHED', 'RUNNING')
+       AND a.concurrency_key IN (SELECT l.concurrency_key FROM sched.concurrency_limit l)
+     GROUP BY a.concurrency_key
+), key_window AS (
+    SELECT l.concurrency_key, count(a.attempt_id) AS recent,
+           (array_agg(a.dispatched_at ORDER BY a.dispatched_at DESC))[l.dispatches] + l.per AS eligible
+      FROM sched.rate_limit l
+      LEFT JOIN sched.attempt a ON a.concurrency_key = l.concurrency_key
+                               AND a.dispatched_at > $1 - l.per AND a.dispatched_at < $1 + l.per
+     GROUP BY l.concurrency_key, l.dispatches, l.per
+), tenant_use AS (
+    SELECT a.tenant, count(*) AS live, sum(a.reserve_cpu_millis) AS cpu,
+           sum(a.reserve_memory_mb) AS mem, sum(a.reserve_gpus) AS gpus
+      FROM sched.attempt a
+     WHERE a.status IN ('DISPATCHED', 'RUNNING')
+       AND a.tenant IN (SELECT q.tenant FROM sched.tenant_quota q)
+     GROUP BY a.tenant
+)
+SELECT o.request_id, k.kind, k.reason, k.clears_at, k.clears
+  FROM open o
+  LEFT JOIN sched.concurrency_limit c ON c.concurrency_key = o.concurrency_key
+  LEFT JOIN key_live kl ON kl.concurrency_key = o.concurrency_key
+  LEFT JOIN sched.rate_limit rl ON rl.concurrency_key = o.concurrency_key
+  LEFT JOIN key_window kw ON kw.concurrency_key = o.concurrency_key
+  LEFT JOIN sched.tenant_quota q ON q.tenant = o.tenant
+  LEFT JOIN tenant_use tu ON tu.tenant = o.tenant
+ CROSS JOIN LATERAL (
+    SELECT 'concurrency_limit' AS kind,
+           format('concurrency_limit: key "%s" has %s of %s live attempts', o.concurrency_key,
+                  coalesce(kl.live, 0), c.max_live) AS reason,
+           NULL::timestamptz AS clears_at,
+           format('when an attempt of key "%s" ends', o.concurrency_key) AS clears, 1 AS ord
+     WHERE c.max_live IS NOT NULL AND coalesce(kl.live, 0) >= c.max_live
+    UNION ALL
+    SELECT 'rate_limited',
+           format('rate_limited: key "%s" has %s dispatches within %s s of now (limit %s per %s s); eligible at %s UTC',
+                  o.concurrency_key, kw.recent, date_part('epoch', rl.per), rl.dispatches,
+                  date_part('epoch', rl.per), to_char(timezone('UTC', kw.eligible), 'YYYY-MM-DD HH24:MI:SS.US')),
+           kw.eligible, format('at %s', kw.eligible), 2
+     WHERE rl.dispatches IS NOT NULL AND kw.recent >= rl.dispatches
+    UNION ALL
+    SELECT 'tenant_quota_exceeded',
+           format('tenant_quota_exceeded: tenant "%s" %s: its live attempts hold %s of %s, this request asks %s',
+                  o.tenant, d.dim, d.used, d.quota, d.asks),
+           NULL, format('when an attempt of tenant "%s" ends', o.tenant), 3
+      FROM (SELECT * FROM (VALUES
+                (1, 'live attempts', coalesce(tu.live, 0)::bigint, q.max_live::bigint, 1::bigint),
+                (2, 'cpu_millis', coalesce(tu.cpu, 0)::bigint, q.max_cpu_millis::bigint, o.reserve_cpu_millis::bigint),
+                (3, 'memory_mb', coalesce(tu.mem, 0)::bigint, q.max_memory_mb::bigint, o.reserve_memory_mb::bigint),
+                (4, 'gpus', coalesce(tu.gpus, 0)::bigint, q.max_gpus::bigint, o.reserve_gpus::bigint))
+                AS v(n, dim, used, quota, asks)
+             WHERE v.quota IS NOT NULL AND v.used + v.asks > v.quota
+             ORDER BY v.n LIMIT 1) d
+    ORDER BY 5 LIMIT 1) k
+ ORDER BY o.request_id;
+END
+$$;
+
 /*
  * Each view below is a thin wrapper over a function of the same name taking `at` (the
  * time the answer is computed for), so tests and reports can pass a fixed time:
@@ -105,12 +189,14 @@ SELECT r.request_id,
        r.tries,
        greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END),
        r.state,
-       x.explanation,
-       x.blocked,
+       -- a reached limit first (it holds the request back whatever the fleet), then the fleet
+       CASE WHEN l.reason IS NULL THEN x.explanation ELSE l.reason || '; ' || x.explanation END,
+       CASE WHEN l.reason IS NOT NULL AND x.blocked <> 'static' THEN 'transient' ELSE x.blocked END,
        r.node_id,
        r.last_reason
   FROM sched.request r
   JOIN sched.pending_explanations($1) x ON x.request_id = r.request_id
+  LEFT JOIN sched.limit_explanations($1) l ON l.request_id = r.request_id
  ORDER BY r.queued_at, r.request_id;
 END
 $$;
@@ -119,7 +205,8 @@ COMMENT ON VIEW sched.pending IS 'One row per pending or claimed request, with a
 
 CREATE OR REPLACE FUNCTION sched.queue_stats(at timestamptz)
 RETURNS TABLE (tenant text, capability text, pending int, ready_now int, oldest_wait interval,
-               dispatched_5m int, p50_wait interval, p95_wait interval, starving int)
+               dispatched_5m int, p50_wait interval, p95_wait interval, starving int,
+               limited int)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -141,8 +228,10 @@ WITH waiting AS (
            -- a request queued for later has waited nothing yet (as in sched.pending)
            greatest(date_trunc('second', max($1 - r.queued_at)), interval '0') AS oldest_wait,
            count(*) FILTER (WHERE r.queued_at < $1 - make_interval(secs => sched.setting_seconds('sched.starvation_after')))
-               AS starving
+               AS starving,
+           count(l.request_id) AS limited
       FROM sched.request r
+      LEFT JOIN sched.limit_explanations($1) l ON l.request_id = r.request_id
      WHERE r.state IN ('PENDING', 'CLAIMED')
      GROUP BY r.tenant, r.capability
 ), recent AS (
@@ -162,7 +251,8 @@ SELECT tenant, capability,
        coalesce(d.dispatched_5m, 0)::int,
        date_trunc('millisecond', d.p50_wait),
        date_trunc('millisecond', d.p95_wait),
-       coalesce(w.starving, 0)::int
+       coalesce(w.starving, 0)::int,
+       coalesce(w.limited, 0)::int
   FROM waiting w
   FULL JOIN recent d USING (tenant, capability)
  ORDER BY tenant, capability;
@@ -334,6 +424,9 @@ BEGIN
     IF r.last_reason IS NOT NULL THEN
         out := out || format('  last dispatch: %s', r.last_reason);
     END IF;
+    FOR q IN SELECT * FROM sched.limit_explanations(at) l WHERE l.request_id = explain.request_id LOOP
+        out := out || format('  held back by a limit: %s; clears %s', q.reason, q.clears);
+    END LOOP;
 
     SELECT count(*), count(*) FILTER (WHERE qr.eligible) INTO total, eligible
       FROM sched.qualification_reasons(explain.request_id, at) qr;

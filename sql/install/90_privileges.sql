@@ -97,8 +97,11 @@ ALTER FUNCTION sched.cordon_worker(uuid) SECURITY DEFINER;
 ALTER FUNCTION sched.uncordon_worker(uuid) SECURITY DEFINER;
 ALTER FUNCTION sched.set_tenant_weight(text, int) SECURITY DEFINER;
 ALTER FUNCTION sched.set_tenant_owner(text, regrole) SECURITY DEFINER;
+ALTER FUNCTION sched.set_concurrency_limit(text, int) SECURITY DEFINER;
+ALTER FUNCTION sched.set_rate_limit(text, int, interval) SECURITY DEFINER;
+ALTER FUNCTION sched.set_tenant_quota(text, int, int, bigint, int) SECURITY DEFINER;
 ALTER FUNCTION sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint,
-                            int, int, bigint, int, text, int, timestamptz, jsonb) SECURITY DEFINER;
+                            int, int, bigint, int, text, int, timestamptz, jsonb, text) SECURITY DEFINER;
 ALTER FUNCTION sched.claim_requests(int, interval, text, text, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.dispatch_attempt(bigint, uuid, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.dispatch_next(int, text, text, timestamptz) SECURITY DEFINER;
@@ -131,6 +134,7 @@ GRANT EXECUTE ON FUNCTION
     sched.node_overview(timestamptz),
     sched.pending(timestamptz),
     sched.pending_explanations(timestamptz),
+    sched.limit_explanations(timestamptz),
     sched.queue_stats(timestamptz),
     sched.attempt_overview(timestamptz),
     sched.dispatch_stats(),
@@ -144,7 +148,7 @@ TO sched_observer;
 -- sched_scheduler: the queue and dispatch
 GRANT EXECUTE ON FUNCTION
     sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint, int, int,
-                 bigint, int, text, int, timestamptz, jsonb),
+                 bigint, int, text, int, timestamptz, jsonb, text),
     sched.claim_requests(int, interval, text, text, timestamptz),
     sched.dispatch_attempt(bigint, uuid, timestamptz),
     sched.dispatch_next(int, text, text, timestamptz),
@@ -171,5 +175,8 @@ GRANT EXECUTE ON FUNCTION
     sched.cordon_worker(uuid),
     sched.uncordon_worker(uuid),
     sched.set_tenant_weight(text, int),
-    sched.set_tenant_owner(text, regrole)
+    sched.set_tenant_owner(text, regrole),
+    sched.set_concurrency_limit(text, int),
+    sched.set_rate_limit(text, int, interval),
+    sched.set_tenant_quota(text, int, int, bigint, int)
 TO sched_admin;

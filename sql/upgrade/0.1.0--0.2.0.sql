@@ -191,3 +191,49 @@ COMMENT ON TABLE sched.command IS 'Commands for workers (START, CANCEL), each de
 
 ALTER TABLE sched.worker DROP CONSTRAINT worker_node_id_fkey;
 ALTER TABLE sched.request DROP CONSTRAINT request_execution_id_fkey;
+
+-- ---------------------------------------------------------------------------------
+-- Limits (issue 14): concurrency keys, rate limits, tenant quotas
+-- ---------------------------------------------------------------------------------
+
+/* Limits that hold under any number of dispatchers (issue 14, docs/design/limits.md):
+ * set by sched_admin (set_concurrency_limit, set_rate_limit, set_tenant_quota), read by
+ * the reservation transaction under a lock of the limit's own, dumped with the data. */
+CREATE TABLE sched.concurrency_limit (
+    concurrency_key text COLLATE "C" PRIMARY KEY,
+    max_live        int NOT NULL CONSTRAINT concurrency_limit_positive CHECK (max_live > 0)
+);
+COMMENT ON TABLE sched.concurrency_limit IS 'At most max_live live attempts of the requests submitted with this concurrency_key.';
+CREATE TABLE sched.rate_limit (
+    concurrency_key text COLLATE "C" PRIMARY KEY,
+    dispatches      int NOT NULL CONSTRAINT rate_limit_dispatches_positive CHECK (dispatches > 0),
+    per             interval NOT NULL CONSTRAINT rate_limit_per_valid
+                    CHECK (per > interval '0' AND per <= interval '30 days')
+);
+COMMENT ON TABLE sched.rate_limit IS 'At most dispatches dispatches of the key in any sliding window of length per.';
+CREATE TABLE sched.tenant_quota (
+    tenant          text COLLATE "C" PRIMARY KEY,
+    max_live        int CONSTRAINT tenant_quota_live_positive CHECK (max_live > 0),
+    max_cpu_millis  int CONSTRAINT tenant_quota_cpu_positive CHECK (max_cpu_millis > 0),
+    max_memory_mb   bigint CONSTRAINT tenant_quota_memory_positive CHECK (max_memory_mb > 0),
+    max_gpus        int CONSTRAINT tenant_quota_gpus_positive CHECK (max_gpus > 0),
+    CONSTRAINT tenant_quota_some_limit
+        CHECK (num_nonnulls(max_live, max_cpu_millis, max_memory_mb, max_gpus) > 0)
+);
+COMMENT ON TABLE sched.tenant_quota IS 'Hard limits on what the live attempts of a tenant hold (NULL: no limit on that dimension).';
+
+SELECT pg_catalog.pg_extension_config_dump('sched.concurrency_limit', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.rate_limit', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.tenant_quota', '');
+
+ALTER TABLE sched.request ADD COLUMN concurrency_key text COLLATE "C";
+ALTER TABLE sched.attempt ADD COLUMN concurrency_key text COLLATE "C";
+CREATE INDEX attempt_live_key_idx ON sched.attempt (concurrency_key)
+    WHERE concurrency_key IS NOT NULL AND status IN ('DISPATCHED', 'RUNNING');
+CREATE INDEX attempt_key_dispatched_idx ON sched.attempt (concurrency_key, dispatched_at)
+    WHERE concurrency_key IS NOT NULL;
+CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE status IN ('DISPATCHED', 'RUNNING');
+-- queue_stats gains the column `limited` (requests held back by a limit): a new result
+-- type, so the view and function go and come back with 50_diagnostics
+DROP VIEW sched.queue_stats;
+DROP FUNCTION sched.queue_stats(timestamptz);

@@ -54,7 +54,11 @@ AMOUNTS = {'cpu_millis', 'memory_mb', 'gpus', 'min_cpu_millis', 'min_memory_mb',
 COUNTS = {'max', 'max_requests', 'max_dispatches'}
 TIMES = {'at', 'available_at'}
 # parameters whose NULL the README gives a meaning to although they have no NULL default
-NULL_MEANS_SOMETHING = {('set_tenant_owner', 'owner')}
+NULL_MEANS_SOMETHING = {('set_tenant_owner', 'owner'),
+                        # NULL removes a limit, or a quota's dimension (issue 14)
+                        ('set_concurrency_limit', 'max_live'),
+                        ('set_tenant_quota', 'max_live'), ('set_tenant_quota', 'max_cpu_millis'),
+                        ('set_tenant_quota', 'max_memory_mb'), ('set_tenant_quota', 'max_gpus')}
 
 INT4_MIN, INT4_MAX = -2147483648, 2147483647
 INT8_MIN, INT8_MAX = -9223372036854775808, 9223372036854775807

@@ -26,8 +26,10 @@
 #      referencing existing rows, no orphan command (its attempt and worker exist, and it
 #      is for its attempt's worker session) and no orphan milestone (its execution and
 #      attempt exist), one START command and one selection milestone per attempt, every
-#      placement admissible; plus: slots were reused (more attempts than
-#      slots), so the check exercised release and re-reservation;
+#      placement admissible, no key over its concurrency limit, no tenant over its quota,
+#      no window over a key's rate limit (none is set here: limits.sh runs these on
+#      limits; here only the self-test makes them fail); plus: slots were reused (more
+#      attempts than slots), so the check exercised release and re-reservation;
 #   5. self-test: each invariant must fail on a state corrupted on purpose (constraints
 #      dropped, one row changed, in a transaction that is rolled back); a check that
 #      cannot fail fails the run.
@@ -121,6 +123,11 @@ busy_node="(SELECT node_id FROM sched.node WHERE reserved_cpu_millis > 0 ORDER B
 ended_attempt="(SELECT attempt_id FROM sched.attempt WHERE status = 'SUCCEEDED' ORDER BY attempt_id LIMIT 1)"
 pending_request="(SELECT min(request_id) FROM sched.request WHERE state = 'PENDING')"
 live_attempt="(SELECT attempt_id FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING') ORDER BY attempt_id LIMIT 1)"
+two_live_attempts="(SELECT attempt_id FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING') ORDER BY attempt_id LIMIT 2)"
+two_attempts="(SELECT attempt_id FROM sched.attempt ORDER BY attempt_id LIMIT 2)"
+# a copy x of request rows back into sched.request: every column but the generated shape,
+# by name (concurrency_key, new in 0.2.0, follows shape: SELECT * no longer lines up)
+insert_request_x="DO \$\$ BEGIN EXECUTE (SELECT format('INSERT INTO sched.request (%1\$s) SELECT %1\$s FROM x', string_agg(quote_ident(attname), ', ' ORDER BY attnum)) FROM pg_attribute WHERE attrelid = 'sched.request'::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = ''); END \$\$"
 declare -A corrupt=(
     [worker_live_attempts_within_slots]="UPDATE sched.worker SET slots = live_attempts - 1 WHERE worker_id = $live_worker"
     [node_reservations_within_capacity]="UPDATE sched.node SET cpu_millis = reserved_cpu_millis - 1 WHERE node_id = $busy_node"
@@ -128,14 +135,14 @@ declare -A corrupt=(
     [node_counters_match_attempts]="UPDATE sched.node SET reserved_memory_mb = reserved_memory_mb + 1, memory_mb = memory_mb + 1 WHERE node_id = $busy_node"
     [tenant_live_matches_attempts]="UPDATE sched.tenant_live SET live = live + 1 WHERE (tenant, backend) = (SELECT tenant, backend FROM sched.tenant_live ORDER BY tenant, backend LIMIT 1)"
     [one_attempt_per_step_attempt]="CREATE TEMP TABLE x AS SELECT * FROM sched.attempt WHERE attempt_id = $ended_attempt; UPDATE x SET attempt_id = gen_random_uuid(); INSERT INTO sched.attempt SELECT * FROM x"
-    [one_request_per_step_attempt]="CREATE TEMP TABLE x AS SELECT * FROM sched.request WHERE request_id = $pending_request; UPDATE x SET request_id = nextval('sched.request_id_seq'); ALTER TABLE x DROP COLUMN shape; INSERT INTO sched.request SELECT * FROM x"
+    [one_request_per_step_attempt]="CREATE TEMP TABLE x AS SELECT * FROM sched.request WHERE request_id = $pending_request; UPDATE x SET request_id = nextval('sched.request_id_seq'); $insert_request_x"
     [request_in_exactly_one_state]="UPDATE sched.request SET state = 'WAITING' WHERE request_id = $pending_request"
     [attempt_in_exactly_one_state]="UPDATE sched.attempt SET finished_at = NULL WHERE attempt_id = $ended_attempt"
     [dispatched_request_has_one_attempt]="UPDATE sched.request SET state = 'DISPATCHED' WHERE request_id = $pending_request"
     [undispatched_request_has_no_attempt]="UPDATE sched.request SET state = 'CANCELLED' WHERE attempt_id = $ended_attempt"
     [attempt_has_dispatched_request]="UPDATE sched.request SET state = 'PENDING' WHERE attempt_id = $ended_attempt"
     [attempt_references_exist]="UPDATE sched.attempt SET worker_id = gen_random_uuid() WHERE attempt_id = $ended_attempt"
-    [step_in_exactly_one_state]="CREATE TEMP TABLE x AS SELECT * FROM sched.request WHERE request_id = (SELECT request_id FROM sched.attempt WHERE attempt_id = $live_attempt); UPDATE x SET request_id = nextval('sched.request_id_seq'), attempt_number = attempt_number + 1, state = 'PENDING', attempt_id = NULL; ALTER TABLE x DROP COLUMN shape; INSERT INTO sched.request SELECT * FROM x"
+    [step_in_exactly_one_state]="CREATE TEMP TABLE x AS SELECT * FROM sched.request WHERE request_id = (SELECT request_id FROM sched.attempt WHERE attempt_id = $live_attempt); UPDATE x SET request_id = nextval('sched.request_id_seq'), attempt_number = attempt_number + 1, state = 'PENDING', attempt_id = NULL; $insert_request_x"
     [step_state_matches_execution]="UPDATE sched.execution SET status = 'SUCCEEDED', finished_at = now() WHERE execution_id = (SELECT execution_id FROM sched.attempt WHERE attempt_id = $live_attempt)"
     [execution_state_consistent]="UPDATE sched.execution SET finished_at = now() WHERE execution_id = (SELECT execution_id FROM sched.request WHERE request_id = $pending_request)"
     [fleet_and_queue_references_exist]="UPDATE sched.request SET execution_id = gen_random_uuid() WHERE request_id = $pending_request"
@@ -145,6 +152,9 @@ declare -A corrupt=(
     [attempt_has_one_start_command]="DELETE FROM sched.command WHERE kind = 'START' AND attempt_id = $ended_attempt"
     [attempt_has_selected_milestone]="DELETE FROM sched.timeline WHERE milestone_key LIKE 'step.worker.selected:%' AND attempt_id = $ended_attempt"
     [attempt_placement_admissible]="UPDATE sched.request SET required_labels = '{\"zone\":\"nowhere\"}' WHERE attempt_id = $ended_attempt"
+    [key_live_within_concurrency_limit]="UPDATE sched.attempt SET concurrency_key = 'selftest' WHERE attempt_id IN $two_live_attempts; INSERT INTO sched.concurrency_limit VALUES ('selftest', 1)"
+    [tenant_live_within_quota]="INSERT INTO sched.tenant_quota (tenant, max_cpu_millis) SELECT tenant, sum(reserve_cpu_millis) - 1 FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY tenant ORDER BY tenant LIMIT 1 ON CONFLICT (tenant) DO UPDATE SET max_cpu_millis = excluded.max_cpu_millis"
+    [key_dispatches_within_rate_limit]="UPDATE sched.attempt SET concurrency_key = 'selftest' WHERE attempt_id IN $two_attempts; INSERT INTO sched.rate_limit VALUES ('selftest', 1, '30 days')"
 )
 checks=$(grep -oE "^ *\('[a-z_]+', \\\$q\\\$" "$HERE/invariants.sql" | sed -E "s/^ *\('([a-z_]+)'.*/\1/")
 [ "$(wc -l <<<"$checks")" -eq "${#corrupt[@]}" ] || fail "self-test covers ${#corrupt[@]} cases but invariants.sql has $(wc -l <<<"$checks") checks"

@@ -12,7 +12,20 @@
 -- Each check is one statement, so it sees one snapshot; under load, run the file with
 -- PGOPTIONS='-c default_transaction_isolation=repeatable\ read' to have all the checks
 -- see the same one (test/soak does).  It reads only columns that 0.1.0 has too
--- (test/upgrade runs it at 0.1.0).
+-- (test/upgrade runs it at 0.1.0), but for the checks of the limits (issue 14: sched.
+-- concurrency_limit, rate_limit, tenant_quota and attempt.concurrency_key, new in
+-- 0.2.0), which have nothing to check where their table does not exist.
+--
+-- The limits keep no history (their tables have no timestamp), so their checks compare
+-- the attempts with the limits as they are now: no key with more live attempts than its
+-- concurrency limit, no tenant whose live attempts hold more than its quota (each
+-- dimension), and no window [t, t + per) (t: any of the key's dispatched_at) holding
+-- more than `dispatches` dispatches of a rate-limited key, over the whole history of the
+-- attempts.  Lowering a limit with set_* is allowed below what is in use (the limit then
+-- holds back new dispatches only), so a test that lowers a concurrency limit or quota
+-- below the live attempts' use must not run this file before those attempts end, and
+-- one that sets or lowers a rate limit on a key that has dispatches (within `per` of
+-- each other, beyond the new limit) must not run it on that database at all.
 DO $invariants$
 DECLARE
     c record;
@@ -262,6 +275,43 @@ BEGIN
                 OR (a.reserve_cpu_millis, a.reserve_memory_mb, a.reserve_gpus)
                    IS DISTINCT FROM (r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus) $q$)
       ) AS checks(name, query)
+    UNION ALL
+    -- the limits (issue 14, docs/design/limits.md), against the limits as they are now
+    -- (see above); each needs its table, which 0.1.0 does not have: there, no rows
+    SELECT l.name, CASE WHEN to_regclass(l.needs) IS NULL THEN 'SELECT NULL::text WHERE false' ELSE l.query END
+      FROM (VALUES
+        -- live attempts (DISPATCHED, RUNNING) of a key <= its concurrency limit
+        ('key_live_within_concurrency_limit', $q$
+            SELECT format('key %s: %s live attempts, concurrency limit %s', l.concurrency_key, count(*), l.max_live)
+              FROM sched.attempt a JOIN sched.concurrency_limit l ON l.concurrency_key = a.concurrency_key
+             WHERE a.status IN ('DISPATCHED', 'RUNNING')
+             GROUP BY l.concurrency_key, l.max_live HAVING count(*) > l.max_live $q$, 'sched.concurrency_limit'),
+        -- what a tenant's live attempts hold <= its quota, on each dimension it limits
+        ('tenant_live_within_quota', $q$
+            SELECT format('tenant %s: live attempts hold %s live/%s mcpu/%s MB/%s GPUs, quota %s/%s/%s/%s',
+                          q.tenant, count(*), sum(a.reserve_cpu_millis), sum(a.reserve_memory_mb),
+                          sum(a.reserve_gpus), coalesce(q.max_live::text, '-'),
+                          coalesce(q.max_cpu_millis::text, '-'), coalesce(q.max_memory_mb::text, '-'),
+                          coalesce(q.max_gpus::text, '-'))
+              FROM sched.attempt a JOIN sched.tenant_quota q ON q.tenant = a.tenant
+             WHERE a.status IN ('DISPATCHED', 'RUNNING')
+             GROUP BY q.tenant, q.max_live, q.max_cpu_millis, q.max_memory_mb, q.max_gpus
+            HAVING count(*) > q.max_live OR sum(a.reserve_cpu_millis) > q.max_cpu_millis
+                OR sum(a.reserve_memory_mb) > q.max_memory_mb OR sum(a.reserve_gpus) > q.max_gpus $q$,
+         'sched.tenant_quota'),
+        -- any window of length per holds <= dispatches dispatches of a rate-limited key
+        -- (the fullest window [t, t + per) starts at a dispatch: one line per such t)
+        ('key_dispatches_within_rate_limit', $q$
+            SELECT format('key %s: %s dispatches in [%s, %s + %s), rate limit %s per %s', l.concurrency_key,
+                          w.n, a.dispatched_at, a.dispatched_at, l.per, l.dispatches, l.per)
+              FROM sched.rate_limit l
+              JOIN sched.attempt a ON a.concurrency_key = l.concurrency_key
+             CROSS JOIN LATERAL (
+                  SELECT count(*) AS n FROM sched.attempt b
+                   WHERE b.concurrency_key = l.concurrency_key
+                     AND b.dispatched_at >= a.dispatched_at AND b.dispatched_at < a.dispatched_at + l.per) w
+             WHERE w.n > l.dispatches $q$, 'sched.rate_limit')
+      ) AS l(name, query, needs)
     LOOP
         EXECUTE format('SELECT count(*), (array_agg(v.line))[1:3] FROM (%s) AS v(line)', c.query)
            INTO n, sample;

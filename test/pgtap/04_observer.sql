@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(81);
+SELECT plan(85);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -50,6 +50,7 @@ INSERT INTO read_fn VALUES
   ('attempt_overview', '{"timestamp with time zone"}'),
   ('dispatch_stats', '{}'),
   ('pending_explanations', '{"timestamp with time zone"}'),
+  ('limit_explanations', '{"timestamp with time zone"}'),
   ('step_lock_key', '{uuid,integer}'),
   ('setting_seconds', '{text}'),
   ('format_cpus', '{bigint}'),
@@ -66,7 +67,10 @@ INSERT INTO write_fn VALUES
   ('uncordon_worker', '{uuid}'),
   ('set_tenant_weight', '{text,integer}'),
   ('set_tenant_owner', '{text,regrole}'),
-  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone",jsonb}'),
+  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone",jsonb,text}'),
+  ('set_concurrency_limit', '{text,integer}'),
+  ('set_rate_limit', '{text,integer,interval}'),
+  ('set_tenant_quota', '{text,integer,integer,bigint,integer}'),
   ('claim_requests', '{integer,interval,text,text,"timestamp with time zone"}'),
   ('dispatch_attempt', '{bigint,uuid,"timestamp with time zone"}'),
   ('dispatch_next', '{integer,text,text,"timestamp with time zone"}'),
@@ -90,13 +94,14 @@ SELECT schema_privs_are('sched', 'sched_observer', ARRAY['USAGE']);
 
 -- the tables and views operators read: exactly SELECT each
 SELECT tables_are('sched', ARRAY['node', 'worker', 'tenant', 'execution', 'request',
-                                 'attempt', 'command', 'timeline', 'tenant_live']);
+                                 'attempt', 'command', 'timeline', 'tenant_live',
+                                 'concurrency_limit', 'rate_limit', 'tenant_quota']);
 SELECT views_are('sched', ARRAY['node_overview', 'pending', 'queue_stats', 'attempt_overview',
                                'dispatch_stats']);
 SELECT table_privs_are('sched', t, 'sched_observer', ARRAY['SELECT'])
   FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command',
-                    'timeline', 'tenant_live', 'node_overview', 'pending', 'queue_stats',
-                    'attempt_overview', 'dispatch_stats']) t;
+                    'timeline', 'tenant_live', 'concurrency_limit', 'rate_limit', 'tenant_quota',
+                    'node_overview', 'pending', 'queue_stats', 'attempt_overview', 'dispatch_stats']) t;
 -- and whatever relation exists in the schema (a table added later included)
 SELECT is_empty($$
     SELECT c.relname FROM pg_class c
@@ -154,7 +159,7 @@ $$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          37, 'the 17 read and 20 write functions listed exist');
+          41, 'the 18 read and 23 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has

@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(778);
+SELECT plan(903);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -158,6 +158,7 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.node_overview(timestamptz)', 'sched_observer', $$SELECT * FROM sched.node_overview(now())$$, '00000'),
   ('sched.pending(timestamptz)', 'sched_observer', $$SELECT * FROM sched.pending(now())$$, '00000'),
   ('sched.pending_explanations(timestamptz)', 'sched_observer', $$SELECT * FROM sched.pending_explanations(now())$$, '00000'),
+  ('sched.limit_explanations(timestamptz)', 'sched_observer', $$SELECT * FROM sched.limit_explanations(now())$$, '00000'),
   ('sched.queue_stats(timestamptz)', 'sched_observer', $$SELECT * FROM sched.queue_stats(now())$$, '00000'),
   ('sched.attempt_overview(timestamptz)', 'sched_observer', $$SELECT * FROM sched.attempt_overview(now())$$, '00000'),
   ('sched.dispatch_stats()', 'sched_observer', $$SELECT * FROM sched.dispatch_stats()$$, '00000'),
@@ -168,7 +169,7 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.format_amount(text,text)', 'sched_observer', $$SELECT sched.format_amount('2', 'GPU')$$, '00000'),
   ('sched.format_duration(interval)', 'sched_observer', $$SELECT sched.format_duration('90 s')$$, '00000'),
   -- sched_scheduler: queue, dispatch, close
-  ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb)',
+  ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text)',
    'sched_scheduler', $$SELECT sched.submit('c1000000-0000-4000-8000-0000000000e9', 'c1000000-0000-4000-8000-000000000059', 'm-cap', '1.0')$$, '00000'),
   ('sched.claim_requests(int,interval,text,text,timestamptz)',
    'sched_scheduler', $$SELECT * FROM sched.claim_requests()$$, '00000'),
@@ -206,6 +207,9 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.uncordon_worker(uuid)', 'sched_admin', $$SELECT sched.uncordon_worker('c1000000-0000-4000-8000-000000000001')$$, '00000'),
   ('sched.set_tenant_weight(text,int)', 'sched_admin', $$SELECT sched.set_tenant_weight('m-tenant', 2)$$, '00000'),
   ('sched.set_tenant_owner(text,regrole)', 'sched_admin', $$SELECT sched.set_tenant_owner('m-tenant', 't_scheduler')$$, '00000'),
+  ('sched.set_concurrency_limit(text,int)', 'sched_admin', $$SELECT sched.set_concurrency_limit('m-key', 2)$$, '00000'),
+  ('sched.set_rate_limit(text,int,interval)', 'sched_admin', $$SELECT sched.set_rate_limit('m-key', 10, '1 min')$$, '00000'),
+  ('sched.set_tenant_quota(text,int,int,bigint,int)', 'sched_admin', $$SELECT sched.set_tenant_quota('m-tenant', 5, NULL, NULL, 1)$$, '00000'),
   -- internal helpers: nobody but the owner
   ('sched._attempt_live_changed()', NULL, $$SELECT sched._attempt_live_changed()$$, NULL),
   ('sched._backend_slot()', NULL, $$SELECT sched._backend_slot()$$, NULL),
@@ -241,8 +245,8 @@ SELECT is_empty($$SELECT sig::text FROM fn f JOIN pg_proc p ON p.oid = f.sig
                    WHERE (p.proname LIKE '\_%') <> (f.job IS NULL)$$,
                 'a function is internal (sched._*) exactly when no job role is granted it');
 SELECT results_eq($$SELECT job::text COLLATE "default", count(*)::int FROM fn WHERE job IS NOT NULL GROUP BY job ORDER BY job$$,
-                  $$VALUES ('sched_admin', 6), ('sched_observer', 17), ('sched_scheduler', 7), ('sched_worker', 7)$$,
-                  'README: 17 reader, 7 scheduler, 7 worker and 6 admin functions');
+                  $$VALUES ('sched_admin', 9), ('sched_observer', 18), ('sched_scheduler', 7), ('sched_worker', 7)$$,
+                  'README: 18 reader, 7 scheduler, 7 worker and 9 admin functions');
 
 -- ---------------------------------------------------------------------------------
 -- 1a. The catalog: has_function_privilege, per role, is exactly the table's
@@ -314,8 +318,8 @@ SELECT format(s.tpl, c.relname), c.relname
  CROSS JOIN (VALUES ('SELECT nextval(''sched.%I'')'), ('SELECT setval(''sched.%I'', 1)')) s(tpl)
  WHERE c.relnamespace = 'sched'::regnamespace AND c.relkind = 'S';
 GRANT SELECT ON rel_write TO PUBLIC;
-SELECT is((SELECT count(*)::int FROM rel_write), 69,
-          '9 tables x 7 writes or locks, and 3 sequences x 2 calls, to refuse');
+SELECT is((SELECT count(*)::int FROM rel_write), 90,
+          '12 tables x 7 writes or locks, and 3 sequences x 2 calls, to refuse');
 
 \set refuse_writes 'SELECT throws_ok(w.sql, ''42501'', CASE WHEN current_user = ''t_nobody'' THEN ''permission denied for schema sched'' WHEN w.sql LIKE ''%val(%'' THEN ''permission denied for sequence '' || w.rel ELSE ''permission denied for table '' || w.rel END, format(''%s cannot %s'', current_user, w.sql)) FROM rel_write w ORDER BY w.sql'
 SET ROLE t_observer;
