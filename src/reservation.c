@@ -625,7 +625,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	sched_spi_exec(may_wait ? &execution_share : &execution_share_skip, v, NULL, false, 1,
 				   SPI_OK_SELECT);
 	if (SPI_processed == 0)
-		return busy(from_queue, res);	/* locked by cancel/complete (it exists: FK) */
+		return busy(from_queue, res);	/* locked by cancel/complete (it exists: submit made it) */
 	status = sched_spi_text(0, 1);
 	if (strcmp(status, "CREATED") != 0 && strcmp(status, "QUEUED") != 0 &&
 		strcmp(status, "RUNNING") != 0)
