@@ -211,7 +211,7 @@ like($on_primary{'explain(gpu)'}, qr/node-g would qualify when its free GPUs rea
 is(scalar(split /\n/, $on_primary{'attempt_overview(at)'}), 4, 'attempt_overview lists the 4 attempts');
 is(scalar(split /\n/, $on_primary{"execution_timeline($EXEC_DONE)"}), 5,
 	'the finished execution has 5 milestones (queued, selected, started, succeeded, completed)');
-like($on_primary{'queue_stats(at)'}, qr/^initech\|render\|1\|1\|00:20:00\|0\|\|\|1$/m,
+like($on_primary{'queue_stats(at)'}, qr/^initech\|render\|1\|1\|00:20:00\|0\|\|\|1\|0$/m,
 	'queue_stats: initech has one starving render request');
 
 # ---------------------------------------------------------------------------------------
