@@ -507,6 +507,7 @@ busy(bool from_queue, SchedDispatchResult *res)
 {
 	if (from_queue)
 		return false;
+	res->waits = SCHED_WAIT_CONTENTION;	/* counted with the other contention */
 	set_outcome(res, "UNSCHEDULABLE",
 				pstrdup("the request is being dispatched, claimed or closed by another "
 						"transaction, and this transaction already holds dispatch locks: "
