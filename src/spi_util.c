@@ -32,9 +32,13 @@ sched_spi_plan(SchedStatement *stmt)
 	return stmt->plan;
 }
 
-void
-sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
-			   bool read_only, long count, int expected)
+/*
+ * Runs a kept statement with `snapshot` (InvalidSnapshot: the usual one, as
+ * SPI_execute_plan does); fails loudly unless SPI returns `expected`.
+ */
+static void
+execute(SchedStatement *stmt, Datum *values, const char *nulls, Snapshot snapshot,
+		bool read_only, long count, int expected)
 {
 	int			rc;
 	MemoryContext caller = CurrentMemoryContext;
@@ -47,7 +51,8 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
 	}
-	rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
+	rc = SPI_execute_snapshot(stmt->plan, values, nulls, snapshot, InvalidSnapshot,
+							  read_only, true, count);
 	/* SPI returns in its procedure context, which lives until SPI_finish: a loop that
 	 * allocates per iteration in a context it resets would leak into it */
 	MemoryContextSwitchTo(caller);
@@ -57,25 +62,18 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 }
 
 void
+sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
+			   bool read_only, long count, int expected)
+{
+	execute(stmt, values, nulls, InvalidSnapshot, read_only, count, expected);
+}
+
+void
 sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls, int expected)
 {
-	int			rc;
-	MemoryContext caller = CurrentMemoryContext;
-
-	(void) sched_spi_plan(stmt);
-	if (SPI_tuptable != NULL)
-	{
-		SPI_freetuptable(SPI_tuptable);
-		SPI_tuptable = NULL;
-	}
 	/* what every transaction committed so far sees, whatever the isolation level (as the
 	 * referential-integrity checks do), and this transaction's own earlier commands */
-	rc = SPI_execute_snapshot(stmt->plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot,
-							  true, false, 0);
-	MemoryContextSwitchTo(caller);
-	if (rc != expected)
-		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
-			 SPI_result_code_string(rc), SPI_result_code_string(expected), stmt->sql);
+	execute(stmt, values, nulls, GetLatestSnapshot(), true, 0, expected);
 }
 
 bool
