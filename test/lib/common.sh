@@ -114,6 +114,22 @@ stop_pid() {                # stop_pid PID [SECONDS]: its exit status
     return $rc
 }
 
+check_pgbench_run() {       # check_pgbench_run RC OUT ERR: fails unless pgbench ran clean
+    # Sets PGB_PROCESSED, PGB_FAILED and PGB_TPS from pgbench's summary in OUT.
+    if [ "$1" -ne 0 ] || grep -qiE 'aborted|error' "$3"; then
+        cat "$3" >&2
+        fail "pgbench exited with $1 or reported errors (above)"
+    fi
+    PGB_PROCESSED=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$2")
+    PGB_FAILED=$(sed -nE 's/^number of failed transactions: ([0-9]+).*/\1/p' "$2")
+    PGB_TPS=$(sed -nE 's/^tps = ([0-9.]+).*/\1/p' "$2")
+    [ -n "$PGB_PROCESSED" ] && [ -n "$PGB_FAILED" ] && [ -n "$PGB_TPS" ] ||
+        { cat "$2"; fail "cannot read pgbench's summary"; }
+    [ "$PGB_FAILED" -eq 0 ] ||
+        { cat "$2"; fail "$PGB_FAILED pgbench transactions failed (deadlock or serialization failures)"; }
+    [ "$PGB_PROCESSED" -gt 0 ] || fail "pgbench processed no transaction"
+}
+
 CHECKS=0
 declare -F fail >/dev/null || fail() { echo "FAIL${TEST_SUITE:+ ($TEST_SUITE)}: $*" >&2; exit 1; }
 declare -F pass >/dev/null || pass() { CHECKS=$((CHECKS + 1)); echo "ok $CHECKS - $*"; }

@@ -52,6 +52,8 @@ trap 'rm -rf "$WORK"' EXIT
 
 say() { printf '%s\n' "--- pgbench check [${SECONDS}s]: $*"; }
 fail() { printf '%s\n' "FAIL (pgbench check): $*" >&2; exit 1; }
+# shellcheck source=test/lib/common.sh
+. "$HERE/../lib/common.sh"
 
 # ---- 1. database, fleet, queue ---------------------------------------------------------
 say "database $DB on $PGHOST:$PGPORT, $REQUESTS requests"
@@ -73,16 +75,8 @@ pgbench -n -c 8 -j 2 -T "$DURATION" --failures-detailed \
     -f "$HERE/mirror_check.pgbench@1" -f "$HERE/fleet_change.pgbench@1" \
     "$DB" >"$WORK/pgbench.out" 2>"$WORK/pgbench.err" || rc=$?
 sed -n '/^number of transactions actually processed/,/^tps/p' "$WORK/pgbench.out"
-if [ "$rc" -ne 0 ] || grep -qiE 'aborted|error' "$WORK/pgbench.err"; then
-    cat "$WORK/pgbench.err" >&2
-    fail "pgbench exited with $rc or reported errors (above)"
-fi
-processed=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/pgbench.out")
-failed=$(sed -nE 's/^number of failed transactions: ([0-9]+).*/\1/p' "$WORK/pgbench.out")
-tps=$(sed -nE 's/^tps = ([0-9.]+).*/\1/p' "$WORK/pgbench.out")
-[ -n "$processed" ] && [ -n "$failed" ] && [ -n "$tps" ] || { cat "$WORK/pgbench.out"; fail "cannot read pgbench's summary"; }
-[ "$failed" -eq 0 ] || { cat "$WORK/pgbench.out"; fail "$failed pgbench transactions failed (deadlock or serialization failures)"; }
-[ "$processed" -gt 0 ] || fail "pgbench processed no transaction"
+check_pgbench_run "$rc" "$WORK/pgbench.out" "$WORK/pgbench.err"
+processed=$PGB_PROCESSED tps=$PGB_TPS
 
 # ---- 3. what happened ------------------------------------------------------------------
 say "tps $tps, $processed transactions, 0 failed; dispatch outcomes:"

@@ -104,16 +104,8 @@ pgbench -n -c "$CLIENTS" -j 4 -T "$DURATION" --failures-detailed -U "$APP" \
     -f "$HERE/limits_finish.pgbench@3" \
     "$DB" >"$WORK/pgbench.out" 2>"$WORK/pgbench.err" || rc=$?
 STATS_AFTER=$(stats)
-if [ "$rc" -ne 0 ] || grep -qiE 'aborted|error' "$WORK/pgbench.err"; then
-    cat "$WORK/pgbench.err" >&2
-    fail "pgbench exited with $rc or reported errors (above)"
-fi
-processed=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/pgbench.out")
-failed=$(sed -nE 's/^number of failed transactions: ([0-9]+).*/\1/p' "$WORK/pgbench.out")
-tps=$(sed -nE 's/^tps = ([0-9.]+).*/\1/p' "$WORK/pgbench.out")
-[ -n "$processed" ] && [ -n "$failed" ] && [ -n "$tps" ] || { cat "$WORK/pgbench.out"; fail "cannot read pgbench's summary"; }
-[ "$failed" -eq 0 ] || { cat "$WORK/pgbench.out"; fail "$failed pgbench transactions failed (deadlock or serialization failures)"; }
-[ "$processed" -gt 0 ] || fail "pgbench processed no transaction"
+check_pgbench_run "$rc" "$WORK/pgbench.out" "$WORK/pgbench.err"
+processed=$PGB_PROCESSED tps=$PGB_TPS
 pass "pgbench: $processed transactions, tps $tps, none failed, no client aborted"
 awk '/^SQL script/ { name = $4; sub(".*/", "", name) } /^ - [0-9]+ transactions/ { n = $2 }
      /^ - latency average/ { printf "   %-32s %6d transactions, latency average %s ms\n", name, n, $5 }' "$WORK/pgbench.out"
