@@ -52,11 +52,75 @@ typedef uint32_t SchedReasonSet;
 
 extern const char *const sched_reason_names[SCHED_R_COUNT];
 
-/* One label: key and value, both strings (label maps are objects of strings). */
+/*
+ * What one required label asks of a node's label `key` (README, "Label expressions").
+ * A node's own labels, and preferred labels, are always SCHED_LABEL_EQ.
+ *   EQ          the node has the label, with value `value` (a plain string in JSON)
+ *   IN          the node has the label, its value one of `values`
+ *   NOT_IN      the node lacks the label, or its value is none of `values`
+ *   EXISTS      the node has the label ({"exists": true})
+ *   NOT_EXISTS  the node lacks the label ({"exists": false})
+ *   GT, LT      the node's value is a number (sched_label_number) greater / less than
+ *               `number`
+ *   VERSION     the node's value is a version (sched_version_parse) meeting every one of
+ *               `bounds` (the comma-separated comparisons of {"version": ">=1.2,<2"})
+ * A label that is absent fails every operator except NOT_IN and NOT_EXISTS.
+ */
+typedef enum SchedLabelOp
+{
+	SCHED_LABEL_EQ = 0,
+	SCHED_LABEL_IN,
+	SCHED_LABEL_NOT_IN,
+	SCHED_LABEL_EXISTS,
+	SCHED_LABEL_NOT_EXISTS,
+	SCHED_LABEL_GT,
+	SCHED_LABEL_LT,
+	SCHED_LABEL_VERSION
+} SchedLabelOp;
+
+/* The documented limits of expressions (README, "Limits"). */
+#define SCHED_MAX_LABEL_VALUES		64	/* strings of one in / not_in */
+#define SCHED_MAX_VERSION_PARTS		8	/* numbers of one dotted version */
+#define SCHED_MAX_VERSION_BOUNDS	8	/* comparisons of one version expression */
+#define SCHED_MAX_VERSION_PART		999999999	/* largest number of one part */
+
+/* A dotted version "1.2.10": up to SCHED_MAX_VERSION_PARTS numbers; missing parts are 0. */
+typedef struct SchedVersion
+{
+	int			nparts;
+	int32_t		parts[SCHED_MAX_VERSION_PARTS];
+} SchedVersion;
+
+typedef enum SchedVersionCmp
+{
+	SCHED_VCMP_EQ = 0,			/* "=" (also a bare version) */
+	SCHED_VCMP_NE,				/* "!=" */
+	SCHED_VCMP_GT,				/* ">" */
+	SCHED_VCMP_GE,				/* ">=" */
+	SCHED_VCMP_LT,				/* "<" */
+	SCHED_VCMP_LE				/* "<=" */
+} SchedVersionCmp;
+
+typedef struct SchedVersionBound
+{
+	SchedVersionCmp cmp;
+	SchedVersion version;
+} SchedVersionBound;
+
+/*
+ * One label: a key and what is asked of it.  Zero-initialized past key and value, it is
+ * the plain label {key: value}, which is what label maps hold.
+ */
 typedef struct SchedLabel
 {
 	const char *key;
-	const char *value;
+	const char *value;			/* EQ */
+	SchedLabelOp op;
+	int			nvalues;		/* IN, NOT_IN: 1 .. SCHED_MAX_LABEL_VALUES */
+	const char *const *values;
+	double		number;			/* GT, LT: finite */
+	int			nbounds;		/* VERSION: 1 .. SCHED_MAX_VERSION_BOUNDS */
+	const SchedVersionBound *bounds;
 } SchedLabel;
 
 /* A label map.  Invariant after sched_labels_sort(): sorted by key bytewise, keys unique. */
@@ -176,8 +240,46 @@ extern bool sched_labels_sort(SchedLabelSet *set);
 /* Value of key in a sorted set, or NULL. */
 extern const char *sched_labels_get(const SchedLabelSet *set, const char *key);
 
-/* Number of entries of `wanted` that `have` holds with an equal value. */
+/* Number of entries of `wanted` that `have` holds with an equal value (plain labels:
+ * the op of `wanted` is not read; preferred labels are counted with it). */
 extern int	sched_labels_matching(const SchedLabelSet *have, const SchedLabelSet *wanted);
+
+/* Whether the node labels `have` (sorted) meet the one required label `req`. */
+extern bool sched_label_satisfied(const SchedLabel *req, const SchedLabelSet *have);
+
+/* Index in `required` of the first label (in key order) that `have` does not meet, or
+ * -1 when it meets them all. */
+extern int	sched_labels_first_unmet(const SchedLabelSet *have, const SchedLabelSet *required);
+
+/*
+ * A label value as a number, for GT and LT: the whole string must be a decimal number,
+ * -?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)? (no spaces, no sign "+", no hex, no inf or nan),
+ * at most 64 bytes, within the range of a double (an overflow or underflow is not a
+ * number).  Returns false when it is not.
+ */
+extern bool sched_label_number(const char *s, double *out);
+
+/*
+ * A dotted version: 1 to SCHED_MAX_VERSION_PARTS numbers of 1 to 9 digits, each at most
+ * SCHED_MAX_VERSION_PART, separated by single dots, nothing else ("1", "1.2", "10.0.3";
+ * not "v1", "1.", "1..2", "1.2-rc1").  Returns false when s is not one.
+ */
+extern bool sched_version_parse(const char *s, SchedVersion *out);
+
+/* -1, 0 or 1 as a is older, the same as or newer than b (missing parts count as 0). */
+extern int	sched_version_cmp(const SchedVersion *a, const SchedVersion *b);
+
+/*
+ * A version expression: 1 to SCHED_MAX_VERSION_BOUNDS comparisons separated by commas,
+ * each an optional operator (= != > >= < <=; none means =) and a version, spaces allowed
+ * around each part (">= 1.2, < 2").  Fills bounds[0 .. n-1] and returns n, or -1 when s
+ * is not one.  bounds has room for SCHED_MAX_VERSION_BOUNDS.
+ */
+extern int	sched_version_range_parse(const char *s, SchedVersionBound *bounds);
+
+/* Whether version v meets every bound. */
+extern bool sched_version_in_range(const SchedVersion *v, const SchedVersionBound *bounds,
+								   int nbounds);
 
 /*
  * Every reason that keeps candidate c from taking request p, in SPEC order, with the

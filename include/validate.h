@@ -19,6 +19,15 @@
 extern void sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out);
 
 /*
+ * Parses required labels: per key a string (the plain label) or an object of one
+ * operator, {"in": [...]}, {"not_in": [...]}, {"exists": bool}, {"gt": n}, {"lt": n},
+ * {"version": "..."} (placement.h, SchedLabelOp).  Anything else is an ERROR naming the
+ * parameter and the key: 22023, or 54000 beyond the limits.
+ */
+extern void sched_required_labels_from_jsonb(Jsonb *labels, const char *parameter,
+											 SchedLabelSet *out);
+
+/*
  * The labels of `labels` whose keys appear in a or b (sorted label sets), sorted: all a
  * placement needs of a node's labels, looked up without parsing the whole map.  Keys
  * point into a and b; values are copied.  Non-string values are left out.

@@ -15,11 +15,13 @@
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
 
 #include <limits.h>
 
 PG_FUNCTION_INFO_V1(sched_check_labels);
+PG_FUNCTION_INFO_V1(sched_check_required_labels);
 PG_FUNCTION_INFO_V1(sched_check_name);
 PG_FUNCTION_INFO_V1(sched_check_versions);
 PG_FUNCTION_INFO_V1(sched_check_time_sql);
@@ -123,6 +125,196 @@ sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out
 		elog(ERROR, "pg_sched: duplicate key in a jsonb object");
 }
 
+static const char *const label_operators = "in, not_in, exists, gt, lt, version";
+
+static void pg_attribute_noreturn()
+bad_expression(const char *parameter, const char *key, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("parameter \"%s\" has an invalid expression for label \"%s\"", parameter, key),
+			 errdetail("%s", detail),
+			 errhint("Pass a string, or an object of one operator (%s), like "
+					 "'{\"%s\": {\"in\": [\"a\", \"b\"]}}'.", label_operators, key)));
+}
+
+/* A label value of a required label (a string, or a string of in / not_in). */
+static char *
+expression_string(const JsonbValue *v, const char *parameter, const char *key)
+{
+	if (v->val.string.len > SCHED_MAX_LABEL_VALUE_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"%s\" has a value of %d bytes for label \"%s\"",
+						parameter, v->val.string.len, key),
+				 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_VALUE_BYTES)));
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* Parses the operator object `expr` of required label `key` into *out (key set). */
+static void
+expression_from_jsonb(JsonbContainer *expr, const char *parameter, const char *key,
+					  SchedLabel *out)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *op = NULL;
+
+	if (!JsonContainerIsObject(expr) || JsonContainerSize(expr) != 1)
+		bad_expression(parameter, key,
+					   JsonContainerIsObject(expr)
+					   ? psprintf("An expression is an object of exactly one operator; it has %d keys.",
+								  (int) JsonContainerSize(expr))
+					   : "An expression is a string or an object; got an array.");
+	it = JsonbIteratorInit(expr);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			op = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (tok == WJB_VALUE)
+			break;
+	}
+	Assert(op != NULL);
+
+	if (strcmp(op, "in") == 0 || strcmp(op, "not_in") == 0)
+	{
+		JsonbIterator *ai;
+		JsonbValue	e;
+		const char **values;
+		int			n = 0;
+
+		out->op = op[0] == 'i' ? SCHED_LABEL_IN : SCHED_LABEL_NOT_IN;
+		if (v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data) ||
+			JsonContainerIsScalar(v.val.binary.data) ||
+			JsonContainerSize(v.val.binary.data) == 0)
+			bad_expression(parameter, key,
+						   psprintf("Operator \"%s\" takes a non-empty array of strings.", op));
+		if (JsonContainerSize(v.val.binary.data) > SCHED_MAX_LABEL_VALUES)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("parameter \"%s\" has %d values in operator \"%s\" of label \"%s\"",
+							parameter, (int) JsonContainerSize(v.val.binary.data), op, key),
+					 errdetail("The limit is %d values.", SCHED_MAX_LABEL_VALUES)));
+		values = palloc(sizeof(char *) * JsonContainerSize(v.val.binary.data));
+		ai = JsonbIteratorInit(v.val.binary.data);
+		while ((tok = JsonbIteratorNext(&ai, &e, true)) != WJB_DONE)
+		{
+			if (tok != WJB_ELEM)
+				continue;
+			if (e.type != jbvString)
+				bad_expression(parameter, key,
+							   psprintf("Operator \"%s\" takes a non-empty array of strings.", op));
+			values[n++] = expression_string(&e, parameter, key);
+		}
+		out->values = values;
+		out->nvalues = n;
+	}
+	else if (strcmp(op, "exists") == 0)
+	{
+		if (v.type != jbvBool)
+			bad_expression(parameter, key, "Operator \"exists\" takes true or false.");
+		out->op = v.val.boolean ? SCHED_LABEL_EXISTS : SCHED_LABEL_NOT_EXISTS;
+	}
+	else if (strcmp(op, "gt") == 0 || strcmp(op, "lt") == 0)
+	{
+		char	   *text;
+
+		out->op = op[0] == 'g' ? SCHED_LABEL_GT : SCHED_LABEL_LT;
+		if (v.type != jbvNumeric)
+			bad_expression(parameter, key, psprintf("Operator \"%s\" takes a number.", op));
+		/* read as node labels are read, so both sides of the comparison agree */
+		text = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+		if (!sched_label_number(text, &out->number))
+			bad_expression(parameter, key,
+						   strlen(text) <= 40
+						   ? psprintf("Operator \"%s\" takes a number within the range of double precision; got %s.",
+									  op, text)
+						   : psprintf("Operator \"%s\" takes a number within the range of double precision; got one of %zu characters.",
+									  op, strlen(text)));
+	}
+	else if (strcmp(op, "version") == 0)
+	{
+		SchedVersionBound *bounds = palloc(sizeof(SchedVersionBound) * SCHED_MAX_VERSION_BOUNDS);
+		char	   *text;
+
+		out->op = SCHED_LABEL_VERSION;
+		if (v.type != jbvString)
+			bad_expression(parameter, key,
+						   "Operator \"version\" takes a string of comparisons, like \">=1.2,<2\".");
+		text = expression_string(&v, parameter, key);
+		out->nbounds = sched_version_range_parse(text, bounds);
+		if (out->nbounds < 1)
+			bad_expression(parameter, key,
+						   psprintf("\"%s\" is not a version expression: up to %d comparisons (= != > >= < <=) "
+									"separated by commas, each of a dotted version of up to %d numbers, like \">=1.2,<2\".",
+									text, SCHED_MAX_VERSION_BOUNDS, SCHED_MAX_VERSION_PARTS));
+		out->bounds = bounds;
+		out->value = text;
+	}
+	else
+		bad_expression(parameter, key, psprintf("Unknown operator \"%s\".", op));
+}
+
+void
+sched_required_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+	int			n = 0;
+
+	if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"%s\" must be a JSON object of strings or expressions", parameter),
+				 errdetail("Got a JSON %s.",
+						   JB_ROOT_IS_SCALAR(labels) ? "scalar" :
+						   JB_ROOT_IS_ARRAY(labels) ? "array" : "value"),
+				 errhint("Pass labels like '{\"tier\": \"fast\", \"zone\": {\"in\": [\"a\", \"b\"]}}'.")));
+	if (JB_ROOT_COUNT(labels) > SCHED_MAX_LABELS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"%s\" has too many labels: %d", parameter,
+						(int) JB_ROOT_COUNT(labels)),
+				 errdetail("The limit is %d labels.", SCHED_MAX_LABELS)));
+	out->items = palloc0(sizeof(SchedLabel) * Max(JB_ROOT_COUNT(labels), 1));
+	it = JsonbIteratorInit(&labels->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			if (v.val.string.len > SCHED_MAX_LABEL_KEY_BYTES)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("parameter \"%s\" has a label key of %d bytes", parameter,
+								v.val.string.len),
+						 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_KEY_BYTES)));
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+		}
+		else if (tok == WJB_VALUE)
+		{
+			SchedLabel *l = &out->items[n++];
+
+			l->key = key;
+			if (v.type == jbvString)
+				l->value = expression_string(&v, parameter, key);
+			else if (v.type == jbvBinary)
+				expression_from_jsonb(v.val.binary.data, parameter, key, l);
+			else
+				bad_expression(parameter, key,
+							   psprintf("An expression is a string or an object; got a JSON %s.",
+										v.type == jbvNull ? "null" :
+										v.type == jbvBool ? "boolean" : "number"));
+		}
+	}
+	out->count = n;
+	/* jsonb keys are unique already; sorting makes them searchable bytewise */
+	if (!sched_labels_sort(out))
+		elog(ERROR, "pg_sched: duplicate key in a jsonb object");
+}
+
 void
 sched_labels_pick(Jsonb *labels, const SchedLabelSet *a, const SchedLabelSet *b,
 				  SchedLabelSet *out)
@@ -178,6 +370,23 @@ sched_check_labels(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	parameter = PG_ARGISNULL(1) ? "labels" : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	sched_labels_from_jsonb(PG_GETARG_JSONB_P(0), parameter, &set);
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
+
+/*
+ * sched._check_required_labels(labels jsonb, parameter text) → labels: required labels,
+ * strings or expressions, checked by the routine placement parses them with.
+ */
+Datum
+sched_check_required_labels(PG_FUNCTION_ARGS)
+{
+	SchedLabelSet set;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	sched_required_labels_from_jsonb(PG_GETARG_JSONB_P(0),
+									 PG_ARGISNULL(1) ? "required_labels" : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+									 &set);
 	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 }
 
@@ -336,7 +545,7 @@ sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
 	p->capability = required_text(fcinfo, 0, "capability");
 	p->capability_version = required_text(fcinfo, 1, "capability_version");
 	sched_check_not_null(fcinfo, 2, "required_labels");
-	sched_labels_from_jsonb(PG_GETARG_JSONB_P(2), "required_labels", &p->required_labels);
+	sched_required_labels_from_jsonb(PG_GETARG_JSONB_P(2), "required_labels", &p->required_labels);
 	sched_check_not_null(fcinfo, 3, "preferred_labels");
 	sched_labels_from_jsonb(PG_GETARG_JSONB_P(3), "preferred_labels", &p->preferred_labels);
 	p->min_cpu_millis = amount(fcinfo, 4, "min_cpu_millis", false);
@@ -405,7 +614,7 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 	p->capability = sched_spi_text(0, RQ_CAPABILITY);
 	p->capability_version = sched_spi_text(0, RQ_VERSION);
 	d = sched_spi_get(0, RQ_REQUIRED, &isnull);
-	sched_labels_from_jsonb(DatumGetJsonbP(d), "required_labels", &p->required_labels);
+	sched_required_labels_from_jsonb(DatumGetJsonbP(d), "required_labels", &p->required_labels);
 	d = sched_spi_get(0, RQ_PREFERRED, &isnull);
 	sched_labels_from_jsonb(DatumGetJsonbP(d), "preferred_labels", &p->preferred_labels);
 	p->min_cpu_millis = sched_spi_int64(0, RQ_MIN_CPU);

@@ -240,7 +240,7 @@ BEGIN
     PERFORM sched._require_text(tenant, 'tenant');
     PERFORM sched._require(priority, 'priority');
     PERFORM sched._require(required_labels, 'required_labels');
-    PERFORM sched._check_labels(required_labels, 'required_labels');
+    PERFORM sched._check_required_labels(required_labels, 'required_labels');
     PERFORM sched._require(preferred_labels, 'preferred_labels');
     PERFORM sched._check_labels(preferred_labels, 'preferred_labels');
     PERFORM sched._check_nonnegative(sched._require(min_cpu_millis, 'min_cpu_millis'), 'min_cpu_millis');

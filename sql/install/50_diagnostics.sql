@@ -358,6 +358,160 @@ LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT amount || ' ' || unit || CASE WHEN amount = '1' THEN '' ELSE 's' END $$;
 
+/*
+ * Whether node labels meet required labels, plain or expressions (README, "Label
+ * expressions"): the reference semantics, written apart from the C core that placement
+ * uses (placement.c), so that test/pgbench/invariants.sql and the regress test
+ * label_expressions can check one against the other.  Its inputs are checked as the C
+ * functions check them (a label map of strings; the limits of README "Limits"); an
+ * expression it cannot evaluate is 22023 naming the key.
+ */
+CREATE OR REPLACE FUNCTION sched.labels_match(labels jsonb, required_labels jsonb)
+RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k text;
+    e jsonb;
+    op text;
+    v text;
+    have double precision;
+    want double precision;
+    bound text;
+    m text[];
+    vkey int[];
+    bkey int[];
+    nbounds int;
+    ok boolean;
+    version_re constant text := '[0-9]{1,9}(\.[0-9]{1,9}){0,7}';
+BEGIN
+    IF labels IS NULL OR required_labels IS NULL THEN
+        RAISE EXCEPTION 'parameter "%" must not be NULL', CASE WHEN labels IS NULL THEN 'labels' ELSE 'required_labels' END
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF jsonb_typeof(labels) <> 'object' OR EXISTS (SELECT 1 FROM jsonb_each(labels) x WHERE jsonb_typeof(x.value) <> 'string') THEN
+        RAISE EXCEPTION 'parameter "labels" must be a JSON object of strings'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(required_labels) <> 'object' THEN
+        RAISE EXCEPTION 'parameter "required_labels" must be a JSON object of strings or expressions'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- the limits of README "Limits", as the C functions check them
+    FOR k, e IN SELECT 'labels', labels UNION ALL SELECT 'required_labels', required_labels LOOP
+        IF (SELECT count(*) FROM jsonb_object_keys(e)) > 64 THEN
+            RAISE EXCEPTION 'parameter "%" has too many labels: %', k, (SELECT count(*) FROM jsonb_object_keys(e))
+                USING ERRCODE = 'program_limit_exceeded', DETAIL = 'The limit is 64 labels.';
+        END IF;
+        IF EXISTS (SELECT 1 FROM jsonb_object_keys(e) x WHERE octet_length(x) > 256) THEN
+            RAISE EXCEPTION 'parameter "%" has a label key of % bytes', k,
+                (SELECT max(octet_length(x)) FROM jsonb_object_keys(e) x)
+                USING ERRCODE = 'program_limit_exceeded', DETAIL = 'The limit is 256 bytes.';
+        END IF;
+        IF EXISTS (SELECT 1 FROM jsonb_each(e) x
+                    WHERE octet_length(x.value #>> '{}') > 1024 AND jsonb_typeof(x.value) = 'string') THEN
+            RAISE EXCEPTION 'parameter "%" has a value of more than 1024 bytes', k
+                USING ERRCODE = 'program_limit_exceeded', DETAIL = 'The limit is 1024 bytes.';
+        END IF;
+    END LOOP;
+    FOR k, e IN SELECT x.key, x.value FROM jsonb_each(required_labels) x LOOP
+        v := CASE WHEN jsonb_typeof(labels -> k) = 'string' THEN labels ->> k END;
+        IF jsonb_typeof(e) = 'string' THEN
+            IF v IS DISTINCT FROM e #>> '{}' THEN
+                RETURN false;
+            END IF;
+            CONTINUE;
+        END IF;
+        op := CASE WHEN jsonb_typeof(e) = 'object' AND (SELECT count(*) FROM jsonb_object_keys(e)) = 1
+                   THEN (SELECT x FROM jsonb_object_keys(e) x) END;
+        e := e -> op;
+        IF op IN ('in', 'not_in') AND jsonb_typeof(e) = 'array' AND jsonb_array_length(e) > 0
+           AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(e) x WHERE jsonb_typeof(x) <> 'string') THEN
+            ok := v IS NOT NULL AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(e) x WHERE x = v);
+            IF ok <> (op = 'in') THEN
+                RETURN false;
+            END IF;
+        ELSIF op = 'exists' AND jsonb_typeof(e) = 'boolean' THEN
+            IF (v IS NOT NULL) <> (e #>> '{}')::boolean THEN
+                RETURN false;
+            END IF;
+        ELSIF op IN ('gt', 'lt') AND jsonb_typeof(e) = 'number' THEN
+            BEGIN
+                want := (e #>> '{}')::double precision;
+            EXCEPTION WHEN numeric_value_out_of_range THEN
+                op := NULL;
+            END;
+            IF op IS NOT NULL THEN
+                IF v IS NULL OR v !~ '^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$' THEN
+                    RETURN false;
+                END IF;
+                BEGIN
+                    have := v::double precision;
+                EXCEPTION WHEN numeric_value_out_of_range THEN
+                    RETURN false;
+                END;
+                IF NOT (CASE op WHEN 'gt' THEN have > want ELSE have < want END) THEN
+                    RETURN false;
+                END IF;
+            END IF;
+        ELSIF op = 'version' AND jsonb_typeof(e) = 'string' THEN
+            ok := v IS NOT NULL AND v ~ ('^' || version_re || '$');
+            nbounds := 0;
+            FOREACH bound IN ARRAY string_to_array(e #>> '{}', ',') LOOP
+                nbounds := nbounds + 1;
+                m := regexp_match(bound, '^ *(!=|>=|<=|>|<|=)? *(' || version_re || ') *$');
+                IF m IS NULL OR nbounds > 8 THEN
+                    op := NULL;
+                    EXIT;
+                END IF;
+                IF ok THEN
+                    -- as 8 integers, missing parts 0: int[] compare as versions do
+                    SELECT array_agg(coalesce((string_to_array(v, '.'))[i]::int, 0) ORDER BY i),
+                           array_agg(coalesce((string_to_array(m[2], '.'))[i]::int, 0) ORDER BY i)
+                      INTO vkey, bkey FROM generate_series(1, 8) i;
+                    ok := CASE coalesce(m[1], '=')
+                          WHEN '=' THEN vkey = bkey WHEN '!=' THEN vkey <> bkey
+                          WHEN '>' THEN vkey > bkey WHEN '>=' THEN vkey >= bkey
+                          WHEN '<' THEN vkey < bkey ELSE vkey <= bkey END;
+                END IF;
+            END LOOP;
+            IF op IS NOT NULL AND nbounds > 0 AND NOT ok THEN
+                RETURN false;
+            END IF;
+            IF nbounds = 0 THEN
+                op := NULL;
+            END IF;
+        ELSE
+            op := NULL;
+        END IF;
+        IF op IS NULL THEN
+            RAISE EXCEPTION 'parameter "required_labels" has an invalid expression for label "%"', k
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Pass a string, or an object of one operator (in, not_in, exists, gt, lt, version).';
+        END IF;
+    END LOOP;
+    RETURN true;
+END
+$$;
+
+/* One required label in words: zone = "a", zone in ("a", "b"), zone >= 2, ... */
+CREATE OR REPLACE FUNCTION sched.format_label_expression(key text, expression jsonb)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT key || CASE
+    WHEN jsonb_typeof(expression) = 'string' THEN ' = ' || expression::text
+    WHEN expression ? 'in' THEN ' in (' || (SELECT string_agg(x::text, ', ') FROM jsonb_array_elements(expression -> 'in') x) || ')'
+    WHEN expression ? 'not_in' THEN ' not in (' || (SELECT string_agg(x::text, ', ') FROM jsonb_array_elements(expression -> 'not_in') x) || ')'
+    WHEN expression ? 'exists' THEN CASE WHEN expression -> 'exists' = 'true' THEN ' exists' ELSE ' does not exist' END
+    WHEN expression ? 'gt' THEN ' > ' || (expression -> 'gt')::text
+    WHEN expression ? 'lt' THEN ' < ' || (expression -> 'lt')::text
+    WHEN expression ? 'version' THEN ' version ' || (expression ->> 'version')
+    ELSE ' ' || expression::text END
+$$;
+
 /* A duration for people, whatever the session's IntervalStyle: '90 s', '2 min 5 s', '3 h 0 min'. */
 CREATE OR REPLACE FUNCTION sched.format_duration(d interval)
 RETURNS text
@@ -478,8 +632,20 @@ BEGIN
                  q.node_id)
             WHEN 'capability_version_missing' THEN format('%s would qualify if its worker served version %s (it serves %s)',
                  q.node_id, r.capability_version, array_to_string(q.capability_versions, ', '))
-            WHEN 'required_labels_mismatch' THEN format('%s would qualify with labels %s (it has %s)',
-                 q.node_id, r.required_labels, q.labels)
+            WHEN 'required_labels_mismatch' THEN (
+                 SELECT format('%s would qualify if its labels met %s (%s)%s', q.node_id,
+                               sched.format_label_expression(f.key, f.value),
+                               CASE WHEN jsonb_typeof(q.labels -> f.key) = 'string'
+                                    THEN format('its %s is %s', f.key, q.labels -> f.key)
+                                    ELSE format('it has no label %s', f.key) END,
+                               CASE WHEN count(*) OVER () = 2 THEN ' and 1 other label expression'
+                                    WHEN count(*) OVER () > 2
+                                    THEN format(' and %s other label expressions', count(*) OVER () - 1)
+                                    ELSE '' END)
+                   FROM jsonb_each(r.required_labels) f
+                  WHERE NOT sched.labels_match(q.labels, jsonb_build_object(f.key, f.value))
+                  ORDER BY f.key COLLATE "C"
+                  LIMIT 1)
             WHEN 'insufficient_cpu' THEN format('%s would qualify with %s (it has %s)',
                  q.node_id, sched.format_amount(sched.format_cpus(greatest(r.min_cpu_millis, r.reserve_cpu_millis)), 'CPU'),
                  sched.format_cpus(q.cpu_millis))

@@ -140,6 +140,8 @@ GRANT EXECUTE ON FUNCTION
     sched.dispatch_stats(),
     sched.step_lock_key(uuid, int),
     sched.setting_seconds(text),
+    sched.labels_match(jsonb, jsonb),
+    sched.format_label_expression(text, jsonb),
     sched.format_cpus(bigint),
     sched.format_amount(text, text),
     sched.format_duration(interval)

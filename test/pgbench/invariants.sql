@@ -267,7 +267,7 @@ BEGIN
              WHERE w.node_id <> a.node_id
                 OR w.capability <> r.capability
                 OR (w.generation = a.worker_generation AND NOT (r.capability_version = ANY (w.capability_versions)))
-                OR NOT (n.labels @> r.required_labels)
+                OR NOT (:labels_match(n.labels, r.required_labels))
                 OR (r.node_id IS NOT NULL AND r.node_id <> a.node_id)
                 OR n.cpu_millis < greatest(r.min_cpu_millis, r.reserve_cpu_millis)
                 OR n.memory_mb < greatest(r.min_memory_mb, r.reserve_memory_mb)
@@ -313,7 +313,13 @@ BEGIN
              WHERE w.n > l.dispatches $q$, 'sched.rate_limit')
       ) AS l(name, query, needs)
     LOOP
-        EXECUTE format('SELECT count(*), (array_agg(v.line))[1:3] FROM (%s) AS v(line)', c.query)
+        -- required labels as placement reads them: expressions (0.2.0, issue 15) by the
+        -- reference sched.labels_match, written apart from the C core; 0.1.0 has only
+        -- plain labels, which are containment
+        EXECUTE format('SELECT count(*), (array_agg(v.line))[1:3] FROM (%s) AS v(line)',
+                       regexp_replace(c.query, ':labels_match\(([^,]+), ([^)]+)\)',
+                                      CASE WHEN to_regprocedure('sched.labels_match(jsonb,jsonb)') IS NULL
+                                           THEN '\1 @> \2' ELSE 'sched.labels_match(\1, \2)' END, 'g'))
            INTO n, sample;
         RAISE NOTICE 'invariant %: %', rpad(c.name, 40), CASE WHEN n = 0 THEN 'ok' ELSE n || ' violation(s)' END;
         IF n > 0 THEN

@@ -26,7 +26,9 @@ DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET sched.heartbeat_ttl = %L', cur
 SELECT count(sched.upsert_node(
            node_id => format('node-%s', lpad(i::text, 2, '0')),
            labels => jsonb_build_object('zone', 'z' || (i % 3),
-                                        'tier', CASE WHEN i % 4 = 0 THEN 'fast' ELSE 'std' END),
+                                        'tier', CASE WHEN i % 4 = 0 THEN 'fast' ELSE 'std' END,
+                                        'gen', (i % 5)::text,
+                                        'kernel', '5.' || (i % 4) || '.' || (i % 7)),
            cpu_millis => 2000 + (i % 3) * 1000,
            memory_mb => 4096 * (1 + i % 2),
            gpus => CASE WHEN i % 10 = 0 THEN 2 WHEN i % 5 = 0 THEN 1 ELSE 0 END,
@@ -55,7 +57,12 @@ SELECT count(sched.submit(
            capability_version => CASE WHEN i % 5 = 3 THEN '2.0' ELSE '1.0' END,
            tenant => 't' || (i % 4),
            priority => i % 3,
-           required_labels => CASE WHEN i % 7 = 0 THEN '{"zone":"z1"}'::jsonb ELSE '{}' END,
+           required_labels => CASE WHEN i % 7 = 0 THEN '{"zone":"z1"}'::jsonb
+                                   -- label expressions (issue 15)
+                                   WHEN i % 13 = 0 THEN '{"zone": {"in": ["z0", "z2"]}, "gen": {"gt": 1}}'::jsonb
+                                   WHEN i % 17 = 0 THEN '{"kernel": {"version": ">=5.1,<5.3"}, "tier": {"not_in": ["fast"]}}'::jsonb
+                                   WHEN i % 19 = 0 THEN '{"gen": {"lt": 3}, "gpu": {"exists": false}}'::jsonb
+                                   ELSE '{}' END,
            preferred_labels => CASE WHEN i % 3 = 0 THEN '{"tier":"fast"}'::jsonb ELSE '{}' END,
            min_cpu_millis => CASE WHEN i % 11 = 0 THEN 3000 ELSE 0 END,
            reserve_cpu_millis => CASE WHEN i % 997 = 0 THEN 5000

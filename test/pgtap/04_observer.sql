@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(85);
+SELECT plan(87);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -55,7 +55,9 @@ INSERT INTO read_fn VALUES
   ('setting_seconds', '{text}'),
   ('format_cpus', '{bigint}'),
   ('format_amount', '{text,text}'),
-  ('format_duration', '{interval}');
+  ('format_duration', '{interval}'),
+  ('labels_match', '{jsonb,jsonb}'),
+  ('format_label_expression', '{text,jsonb}');
 
 CREATE TEMP TABLE write_fn (fn text, args text[]);
 INSERT INTO write_fn VALUES
@@ -159,7 +161,7 @@ $$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          41, 'the 18 read and 23 write functions listed exist');
+          43, 'the 20 read and 23 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has

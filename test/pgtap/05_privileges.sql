@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(903);
+SELECT plan(918);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -167,6 +167,8 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.setting_seconds(text)', 'sched_observer', $$SELECT sched.setting_seconds('sched.lease_ttl')$$, '00000'),
   ('sched.format_cpus(bigint)', 'sched_observer', $$SELECT sched.format_cpus(1500)$$, '00000'),
   ('sched.format_amount(text,text)', 'sched_observer', $$SELECT sched.format_amount('2', 'GPU')$$, '00000'),
+  ('sched.labels_match(jsonb,jsonb)', 'sched_observer', $$SELECT sched.labels_match('{"a": "1"}', '{"a": {"gt": 0}}')$$, '00000'),
+  ('sched.format_label_expression(text,jsonb)', 'sched_observer', $$SELECT sched.format_label_expression('a', '{"in": ["x"]}')$$, '00000'),
   ('sched.format_duration(interval)', 'sched_observer', $$SELECT sched.format_duration('90 s')$$, '00000'),
   -- sched_scheduler: queue, dispatch, close
   ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text)',
@@ -216,6 +218,7 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched._caller()', NULL, $$SELECT sched._caller()$$, NULL),
   ('sched._check_at(timestamptz,text)', NULL, $$SELECT sched._check_at(now(), 'at')$$, NULL),
   ('sched._check_labels(jsonb,text)', NULL, $$SELECT sched._check_labels('{}'::jsonb, 'labels')$$, NULL),
+  ('sched._check_required_labels(jsonb,text)', NULL, $$SELECT sched._check_required_labels('{}'::jsonb, 'required_labels')$$, NULL),
   ('sched._check_name(text,text)', NULL, $$SELECT sched._check_name('a', 'x')$$, NULL),
   ('sched._check_time(timestamptz,text)', NULL, $$SELECT sched._check_time(now(), 'at')$$, NULL),
   ('sched._check_versions(text[])', NULL, $$SELECT sched._check_versions(ARRAY['v1'])$$, NULL),
@@ -245,8 +248,8 @@ SELECT is_empty($$SELECT sig::text FROM fn f JOIN pg_proc p ON p.oid = f.sig
                    WHERE (p.proname LIKE '\_%') <> (f.job IS NULL)$$,
                 'a function is internal (sched._*) exactly when no job role is granted it');
 SELECT results_eq($$SELECT job::text COLLATE "default", count(*)::int FROM fn WHERE job IS NOT NULL GROUP BY job ORDER BY job$$,
-                  $$VALUES ('sched_admin', 9), ('sched_observer', 18), ('sched_scheduler', 7), ('sched_worker', 7)$$,
-                  'README: 18 reader, 7 scheduler, 7 worker and 9 admin functions');
+                  $$VALUES ('sched_admin', 9), ('sched_observer', 20), ('sched_scheduler', 7), ('sched_worker', 7)$$,
+                  'README: 20 reader, 7 scheduler, 7 worker and 9 admin functions');
 
 -- ---------------------------------------------------------------------------------
 -- 1a. The catalog: has_function_privilege, per role, is exactly the table's
