@@ -212,12 +212,17 @@ typedef struct SchedRanked
 	int32_t		preferred_matches;
 	int32_t		weight;			/* effective weight used in the score */
 	int32_t		running_attempts;
+	int32_t		spread_matches;
 	bool		held;			/* another running transaction is reserving on the node
 								 * (inflight.c): ranked after every node that is not */
 } SchedRanked;
 
 /* The score's running-attempts term: this much less per live attempt on the node. */
 #define SCHED_SCORE_PER_RUNNING_ATTEMPT 10000
+
+/* The score's spread term: this much less per live attempt of the request's spread_key
+ * on the node (more than any weight adds, less than one preferred label). */
+#define SCHED_SCORE_PER_SPREAD_MATCH 100000
 
 /*
  * What a fleet, taken whole, says of a request: some node admits it (FITS); none does,
@@ -292,9 +297,12 @@ extern SchedReasonSet sched_admission(const SchedPlacement *p, const SchedCandid
 extern int32_t sched_effective_weight(int32_t weight);
 
 /*
- * score = preferred_matches * 1,000,000 + weight * 1,000 - running_attempts * 10,000,
- * running_attempts being the live attempts on the whole node.  Fills *out (index left
- * to the caller).
+ * score = preferred_matches * 1,000,000 - spread_matches * 100,000 + weight * 1,000
+ *         - running_attempts * 10,000,
+ * running_attempts being the live attempts on the whole node, spread_matches those of
+ * them with the request's spread_key, which the caller counts (fleet rows do not know
+ * keys) and adds with sched_score_add_spread: sched_score leaves it 0.  Fills *out
+ * (index left to the caller).
  */
 extern void sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out);
 
@@ -303,6 +311,9 @@ extern void sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedR
  * concurrent reservations on it commit.
  */
 extern void sched_score_add_running(SchedRanked *r, int attempts);
+
+/* Counts `matches` live attempts of the request's spread_key on the node of r. */
+extern void sched_score_add_spread(SchedRanked *r, int matches);
 
 /* Ranking order: held candidates last, then higher score first, then smaller node_id
  * bytewise.  qsort comparator. */

@@ -38,10 +38,11 @@ extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *null
 extern void sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls,
 								  int expected);
 
-/* Whether this database's pg_sched has the limits of 0.2.0 (request.concurrency_key):
- * not while it is still at 0.1.0, where this library serves the 0.1.0 functions until
- * ALTER EXTENSION pg_sched UPDATE.  Three syscache lookups. */
-extern bool sched_schema_has_limits(void);
+/* Whether this database's pg_sched has the schema of 0.2.0 (probed by
+ * request.concurrency_key; the other 0.2.0 columns come with it): not while it is still
+ * at 0.1.0, where this library serves the 0.1.0 functions until ALTER EXTENSION
+ * pg_sched UPDATE.  Three syscache lookups. */
+extern bool sched_schema_is_0_2(void);
 
 /* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
 extern Datum sched_spi_get(int row, int col, bool *isnull);

@@ -40,12 +40,14 @@ typedef struct SchedPlacementArgs
 {
 	SchedPlacement p;
 	TimestampTz at;
+	char	   *spread_key;		/* NULL: not spread (spread.c fills the candidates) */
 } SchedPlacementArgs;
 
 /*
  * Validates and parses the 13 placement parameters of select_candidate, rank_candidates
- * and qualification_reasons (SPEC section 3), in that order, from fcinfo.  ERROR with
- * 22004 or 22023 naming the parameter on bad input.
+ * and qualification_reasons (SPEC section 3), in that order, from fcinfo, and the 14th,
+ * spread_key, where the function has it (0.2.0).  ERROR with 22004 or 22023 naming the
+ * parameter on bad input.
  */
 extern void sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out);
 

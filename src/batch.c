@@ -42,11 +42,13 @@ static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
 	"         tenant, node_id, worker_id, worker_generation, lease_version, status, " \
 	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, " \
 	"         lease_expires_at"
-/* the attempt carries its request's concurrency_key (the limits count attempts by it);
- * a database still at 0.1.0 has no such column (the _LEGACY statements below) */
-#define KEY_COLUMN ", concurrency_key) "
+/* the attempt carries its request's concurrency_key and spread_key (the limits and the
+ * spread term count attempts by them); a database still at 0.1.0 has no such columns
+ * (the _LEGACY statements below) */
+#define KEY_COLUMN ", concurrency_key, spread_key) "
 #define KEY_VALUE(request) \
-	", (SELECT q.concurrency_key FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) " request ")"
+	", (SELECT q.concurrency_key FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) " request "), " \
+	"  (SELECT q.spread_key FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) " request ")"
 #define NO_KEY_COLUMN ") "
 #define NO_KEY_VALUE(request) ""
 #define ATTEMPT_LEASE(at, ttl) \
@@ -214,7 +216,7 @@ sched_batch_flush(SchedBatch *cache)
 		v[k] = array_of(cols[k], n, types[k]);
 	v[13] = TimestampTzGetDatum(cache->at);
 	v[14] = Float8GetDatum((double) sched_lease_ttl_s);
-	sched_spi_exec(sched_schema_has_limits() ? &reservation_writes_batch : &reservation_writes_batch_legacy,
+	sched_spi_exec(sched_schema_is_0_2() ? &reservation_writes_batch : &reservation_writes_batch_legacy,
 				   v, NULL, false, 1, SPI_OK_SELECT);
 	if (sched_spi_int64(0, 1) != n || sched_spi_int64(0, 2) != n)
 		elog(ERROR, "pg_sched: batched reservation wrote " INT64_FORMAT " of %d requests",
@@ -310,7 +312,7 @@ sched_write_reservation(const SchedReservationWrite *r, TimestampTz at)
 	v[12] = TimestampTzGetDatum(at);
 	v[13] = Float8GetDatum((double) sched_lease_ttl_s);
 	v[14] = UUIDPGetDatum(&r->attempt_id);
-	sched_spi_exec(sched_schema_has_limits() ? &reservation_writes : &reservation_writes_legacy,
+	sched_spi_exec(sched_schema_is_0_2() ? &reservation_writes : &reservation_writes_legacy,
 				   v, NULL, false, 1, SPI_OK_SELECT);
 	if (sched_spi_int64(0, 1) != 3)
 		elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " wrote an unexpected number of rows",

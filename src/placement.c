@@ -389,6 +389,7 @@ sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out)
 	out->preferred_matches = sched_labels_matching(&c->labels, &p->preferred_labels);
 	out->weight = sched_effective_weight(c->weight);
 	out->running_attempts = c->node_live_attempts;
+	out->spread_matches = 0;
 	out->held = false;
 	out->score = (int64_t) out->preferred_matches * 1000000
 		+ (int64_t) out->weight * 1000
@@ -403,6 +404,13 @@ sched_verdict_add(SchedVerdict verdict, SchedReasonSet reasons)
 		: SCHED_VERDICT_STATIC;
 
 	return node > verdict ? node : verdict;
+}
+
+void
+sched_score_add_spread(SchedRanked *r, int matches)
+{
+	r->spread_matches += matches;
+	r->score -= (int64_t) matches * SCHED_SCORE_PER_SPREAD_MATCH;
 }
 
 void

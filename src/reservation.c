@@ -49,6 +49,7 @@
 #include "postgres.h"
 
 #include "reservation.h"
+#include "spread.h"
 #include "privileges.h"
 #include "counters.h"
 #include "batch.h"
@@ -256,13 +257,14 @@ return_existing(const SchedRequestRow *req, SchedDispatchResult *res)
 /* Writes the reservation of pair `row` for request `req`: see the file header. */
 static void
 reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
-		SchedFleetRow *row, SchedBatch *cache, SchedDispatchResult *res)
+		SchedFleetRow *row, int spread_matches, SchedBatch *cache, SchedDispatchResult *res)
 {
 	const SchedPlacement *p = &args->p;
 	SchedRanked scored;
 	SchedReservationWrite w;
 
 	sched_score(p, &row->c, &scored);
+	sched_score_add_spread(&scored, spread_matches);
 	res->attempt_id = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
 	res->has_attempt = true;
 
@@ -552,6 +554,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	SchedLimitsResult limits;
 	bool		may_wait;
 	bool		avoided_last;
+	SchedSpread spread = {0, NULL};
 
 	memset(res, 0, sizeof(*res));
 	res->request_id = request_id;
@@ -670,6 +673,14 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 						 &args.p, &local);
 	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
 	n = sched_fleet_admit(&args.p, fleet, ranked);
+	if (args.spread_key != NULL && n > 0)
+	{
+		/* the batch's reservations so far count: they are written first */
+		if (cache != NULL && cache->defer)
+			sched_batch_flush(cache);
+		sched_spread_count(args.spread_key, true, fleet, &spread);
+		sched_spread_score(&spread, ranked, n);
+	}
 	res->conflicts += busy_admissible(&args.p, fleet);
 	/* try first what will be best once concurrent reservations commit (inflight.c) */
 	sched_inflight_project(ranked, n, fleet);
@@ -687,7 +698,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 							 &fresh))
 		{
 			res->held_passed = held_passed(ranked, n, i);
-			reserve(&req, &args, &fresh, cache, res);
+			reserve(&req, &args, &fresh, ranked[i].spread_matches, cache, res);
 			return true;
 		}
 		res->conflicts++;
@@ -733,7 +744,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 			if (lock_and_recheck(&args, &fleet->rows[ranked[skipped[i]].index], cache,
 								 &locked, &locker, &fresh))
 			{
-				reserve(&req, &args, &fresh, cache, res);
+				reserve(&req, &args, &fresh, ranked[skipped[i]].spread_matches, cache, res);
 				return true;
 			}
 		}

@@ -77,7 +77,7 @@ sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls, in
 }
 
 bool
-sched_schema_has_limits(void)
+sched_schema_is_0_2(void)
 {
 	Oid			nsp = get_namespace_oid("sched", true);
 	Oid			rel = OidIsValid(nsp) ? get_relname_relid("request", nsp) : InvalidOid;

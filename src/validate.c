@@ -569,6 +569,16 @@ sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
 	sched_check_not_null(fcinfo, 12, "at");
 	sched_placement_set_clock(out, PG_GETARG_TIMESTAMPTZ(12),
 							  PG_ARGISNULL(11) ? NULL : PG_GETARG_INTERVAL_P(11));
+	if (PG_NARGS() > 13 && !PG_ARGISNULL(13))
+	{
+		out->spread_key = text_to_cstring(PG_GETARG_TEXT_PP(13));
+		if (out->spread_key[0] == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("parameter \"spread_key\" must not be empty"),
+					 errhint("Pass NULL for a request that is not spread.")));
+		sched_check_name_length(out->spread_key, "spread_key");
+	}
 }
 
 /* Columns of the request read below; keep in step with REQUEST_COLUMNS. */
@@ -577,11 +587,13 @@ enum
 	RQ_REQUEST_ID = 1, RQ_EXECUTION_ID, RQ_STEP_ID, RQ_ATTEMPT_NUMBER, RQ_TENANT, RQ_STATE,
 	RQ_CLAIM_ID, RQ_CLAIMED_UNTIL, RQ_TRIES, RQ_CAPABILITY, RQ_VERSION, RQ_REQUIRED,
 	RQ_PREFERRED, RQ_MIN_CPU, RQ_MIN_MEM, RQ_MIN_GPUS, RQ_RES_CPU, RQ_RES_MEM, RQ_RES_GPUS,
-	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID, RQ_LAST_REASON
+	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID, RQ_LAST_REASON,
+	/* 0.2.0 */
+	RQ_SPREAD_KEY
 };
 
-/* Columns of 0.1.0 only: a database not yet updated is served too (dispatch_attempt,
- * explain, qualification_reasons). */
+/* Columns of 0.1.0 (a database not yet updated is served too: dispatch_attempt,
+ * explain, qualification_reasons), and those 0.2.0 added (REQUEST_COLUMNS_0_2). */
 
 #define REQUEST_COLUMNS \
 	"SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, r.state, " \
@@ -590,10 +602,20 @@ enum
 	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
 	"       r.available_at, r.avoid_node_id, r.last_reason " \
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
+#define REQUEST_COLUMNS_0_2 \
+	"SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, r.state, " \
+	"       r.claim_id, r.claimed_until, r.tries, r.capability, r.capability_version, " \
+	"       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb, " \
+	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
+	"       r.available_at, r.avoid_node_id, r.last_reason, r.spread_key " \
+	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 
 static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}};
 static SchedStatement request_lock = {REQUEST_COLUMNS " FOR UPDATE OF r", 1, {INT8OID}};
 static SchedStatement request_lock_skip = {REQUEST_COLUMNS " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}};
+static SchedStatement request_read_0_2 = {REQUEST_COLUMNS_0_2, 1, {INT8OID}};
+static SchedStatement request_lock_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r", 1, {INT8OID}};
+static SchedStatement request_lock_skip_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}};
 
 bool
 sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
@@ -603,9 +625,12 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 	SchedPlacement *p = &out->p;
 	bool		isnull;
 	Datum		d;
+	bool		v0_2 = sched_schema_is_0_2();
 
-	sched_spi_exec(lock == SCHED_LOCK_NONE ? &request_read :
-				   lock == SCHED_LOCK_WAIT ? &request_lock : &request_lock_skip,
+	sched_spi_exec(v0_2 ? (lock == SCHED_LOCK_NONE ? &request_read_0_2 :
+						   lock == SCHED_LOCK_WAIT ? &request_lock_0_2 : &request_lock_skip_0_2)
+				   : (lock == SCHED_LOCK_NONE ? &request_read :
+					  lock == SCHED_LOCK_WAIT ? &request_lock : &request_lock_skip),
 				   &arg, NULL, lock == SCHED_LOCK_NONE, 1, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
@@ -625,6 +650,8 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 	p->reserve_gpus = sched_spi_int64(0, RQ_RES_GPUS);
 	p->pin_node_id = sched_spi_text(0, RQ_NODE_ID);
 	sched_placement_set_clock(out, at, NULL);
+	if (v0_2)
+		out->spread_key = sched_spi_text(0, RQ_SPREAD_KEY);
 
 	if (row != NULL)
 	{

@@ -109,6 +109,8 @@ CREATE TABLE sched.request (
                             0)) STORED,
     -- the key its concurrency and rate limits are counted by (NULL: none)
     concurrency_key     text COLLATE "C",
+    -- placement prefers nodes with fewer live attempts of this key (NULL: none)
+    spread_key          text COLLATE "C",
     CONSTRAINT request_one_per_step_attempt UNIQUE (step_id, attempt_number),
     CONSTRAINT request_amounts_nonnegative CHECK (
         min_cpu_millis >= 0 AND min_memory_mb >= 0 AND min_gpus >= 0 AND
@@ -157,6 +159,8 @@ CREATE TABLE sched.attempt (
     detail              jsonb,
     -- its request's concurrency_key, for counting live attempts and dispatches of a key
     concurrency_key     text COLLATE "C",
+    -- its request's spread_key, for counting live attempts of a key per node
+    spread_key          text COLLATE "C",
     CONSTRAINT attempt_one_per_step_attempt UNIQUE (step_id, attempt_number),
     CONSTRAINT attempt_finished_when_terminal
         CHECK ((status IN ('DISPATCHED', 'RUNNING')) = (finished_at IS NULL))
@@ -174,6 +178,9 @@ CREATE INDEX attempt_live_key_idx ON sched.attempt (concurrency_key)
 CREATE INDEX attempt_key_dispatched_idx ON sched.attempt (concurrency_key, dispatched_at)
     WHERE concurrency_key IS NOT NULL;
 CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE status IN ('DISPATCHED', 'RUNNING');
+-- the spread term: live attempts of a spread key, per node
+CREATE INDEX attempt_live_spread_idx ON sched.attempt (spread_key, node_id)
+    WHERE spread_key IS NOT NULL AND status IN ('DISPATCHED', 'RUNNING');
 
 /* Live attempts per tenant, for fair share (dispatch_next reads them at every call):
  * counting the attempts costs as much as there are live ones, so triggers on

@@ -216,7 +216,8 @@ CREATE OR REPLACE FUNCTION sched.submit(
     max_attempts int DEFAULT 3,
     available_at timestamptz DEFAULT now(),
     payload jsonb DEFAULT NULL,
-    concurrency_key text DEFAULT NULL)
+    concurrency_key text DEFAULT NULL,
+    spread_key text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -268,6 +269,12 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass NULL for a request that no concurrency or rate limit counts.';
     END IF;
+    PERFORM sched._check_name(spread_key, 'spread_key');
+    IF spread_key = '' THEN
+        RAISE EXCEPTION 'parameter "spread_key" must not be empty'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass NULL for a request that is not spread.';
+    END IF;
 
     -- the fence of the tenant named, and of the tenant of the execution if it exists
     SELECT t.owner INTO fence FROM sched.tenant t WHERE t.tenant = submit.tenant;
@@ -311,14 +318,15 @@ BEGIN
         execution_id, step_id, attempt_number, tenant, priority, capability, capability_version,
         required_labels, preferred_labels, min_cpu_millis, min_memory_mb, min_gpus,
         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts,
-        state, queued_at, available_at, sort_key, payload, concurrency_key)
+        state, queued_at, available_at, sort_key, payload, concurrency_key, spread_key)
     VALUES (
         submit.execution_id, submit.step_id, submit.attempt_number, submit.tenant, submit.priority,
         submit.capability, submit.capability_version, submit.required_labels, submit.preferred_labels,
         submit.min_cpu_millis, submit.min_memory_mb, submit.min_gpus, submit.reserve_cpu_millis,
         submit.reserve_memory_mb, submit.reserve_gpus, submit.node_id, submit.max_attempts,
         'PENDING', submit.available_at, submit.available_at,
-        sched._queue_key(submit.priority, submit.available_at), submit.payload, submit.concurrency_key)
+        sched._queue_key(submit.priority, submit.available_at), submit.payload, submit.concurrency_key,
+        submit.spread_key)
     ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING
     RETURNING r.request_id INTO new_id;
 

@@ -19,7 +19,8 @@ CREATE FUNCTION sched.select_candidate(
     reserve_gpus int DEFAULT 0,
     node_id text DEFAULT NULL,
     heartbeat_ttl interval DEFAULT NULL,
-    at timestamptz DEFAULT now())
+    at timestamptz DEFAULT now(),
+    spread_key text DEFAULT NULL)
 RETURNS SETOF sched.candidate
 AS 'MODULE_PATHNAME', 'sched_select_candidate'
 LANGUAGE C STABLE ROWS 1;
@@ -37,7 +38,8 @@ CREATE FUNCTION sched.rank_candidates(
     reserve_gpus int DEFAULT 0,
     node_id text DEFAULT NULL,
     heartbeat_ttl interval DEFAULT NULL,
-    at timestamptz DEFAULT now())
+    at timestamptz DEFAULT now(),
+    spread_key text DEFAULT NULL)
 RETURNS SETOF sched.ranked_candidate
 AS 'MODULE_PATHNAME', 'sched_rank_candidates'
 LANGUAGE C STABLE;
@@ -55,7 +57,8 @@ CREATE FUNCTION sched.qualification_reasons(
     reserve_gpus int DEFAULT 0,
     node_id text DEFAULT NULL,
     heartbeat_ttl interval DEFAULT NULL,
-    at timestamptz DEFAULT now())
+    at timestamptz DEFAULT now(),
+    spread_key text DEFAULT NULL)
 RETURNS SETOF sched.qualification
 AS 'MODULE_PATHNAME', 'sched_qualification_reasons'
 LANGUAGE C STABLE;

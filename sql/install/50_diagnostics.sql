@@ -569,7 +569,8 @@ BEGIN
                          r.state, sched.format_duration(at - r.queued_at), r.tries,
                          CASE WHEN r.available_at <= at THEN 'now'
                               ELSE 'in ' || sched.format_duration(r.available_at - at) END);
-    out := out || format('  requires: %s; prefers: %s', r.required_labels, r.preferred_labels);
+    out := out || format('  requires: %s; prefers: %s%s', r.required_labels, r.preferred_labels,
+                         CASE WHEN r.spread_key IS NOT NULL THEN format('; spread key %s', r.spread_key) ELSE '' END);
     out := out || format('  minimum: cpu %s, memory %s MB, gpus %s; reserves: cpu %s, memory %s MB, gpus %s',
                          sched.format_cpus(r.min_cpu_millis), r.min_memory_mb, r.min_gpus,
                          sched.format_cpus(r.reserve_cpu_millis), r.reserve_memory_mb, r.reserve_gpus);
@@ -592,14 +593,17 @@ BEGIN
     END LOOP;
 
     IF eligible > 0 THEN
-        out := out || ''::text || 'ranking (score = preferred x 1,000,000 + weight x 1,000 - running x 10,000):'::text;
+        out := out || ''::text || CASE WHEN r.spread_key IS NULL
+            THEN 'ranking (score = preferred x 1,000,000 + weight x 1,000 - running x 10,000):'
+            ELSE format('ranking (score = preferred x 1,000,000 - spread x 100,000 + weight x 1,000 - running x 10,000; spread: live attempts of spread key %s):', r.spread_key) END;
         FOR q IN SELECT * FROM sched.rank_candidates(r.capability, r.capability_version,
                      r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb,
                      r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus,
-                     r.node_id, NULL, at) LOOP
-            out := out || format('  %s. %-20s %s = %s x 1,000,000 + %s x 1,000 - %s x 10,000%s',
-                                 q.rank, q.node_id, q.score, q.preferred_matches, q.weight,
-                                 q.running_attempts,
+                     r.node_id, NULL, at, r.spread_key) LOOP
+            out := out || format('  %s. %-20s %s = %s x 1,000,000%s + %s x 1,000 - %s x 10,000%s',
+                                 q.rank, q.node_id, q.score, q.preferred_matches,
+                                 CASE WHEN r.spread_key IS NULL THEN '' ELSE format(' - %s x 100,000', q.spread_matches) END,
+                                 q.weight, q.running_attempts,
                                  CASE WHEN q.node_id = r.avoid_node_id THEN ' (avoided: the previous attempt failed there)' ELSE '' END);
         END LOOP;
         RETURN array_to_string(out, E'\n');

@@ -237,3 +237,69 @@ CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE status IN (
 -- type, so the view and function go and come back with 50_diagnostics
 DROP VIEW sched.queue_stats;
 DROP FUNCTION sched.queue_stats(timestamptz);
+
+-- Issue 15: spread keys.  The request and its attempts carry spread_key; the placement
+-- functions take it as a new last parameter and rank_candidates reports the spread
+-- term (a new attribute of its result type), so the three are dropped and created anew.
+ALTER TABLE sched.request ADD COLUMN spread_key text COLLATE "C";
+ALTER TABLE sched.attempt ADD COLUMN spread_key text COLLATE "C";
+CREATE INDEX attempt_live_spread_idx ON sched.attempt (spread_key, node_id)
+    WHERE spread_key IS NOT NULL AND status IN ('DISPATCHED', 'RUNNING');
+DROP FUNCTION sched.select_candidate(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz);
+DROP FUNCTION sched.rank_candidates(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz);
+DROP FUNCTION sched.qualification_reasons(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz);
+ALTER TYPE sched.ranked_candidate ADD ATTRIBUTE spread_matches int;
+CREATE FUNCTION sched.select_candidate(
+    capability text,
+    capability_version text,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    heartbeat_ttl interval DEFAULT NULL,
+    at timestamptz DEFAULT now(),
+    spread_key text DEFAULT NULL)
+RETURNS SETOF sched.candidate
+AS 'MODULE_PATHNAME', 'sched_select_candidate'
+LANGUAGE C STABLE ROWS 1;
+CREATE FUNCTION sched.rank_candidates(
+    capability text,
+    capability_version text,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    heartbeat_ttl interval DEFAULT NULL,
+    at timestamptz DEFAULT now(),
+    spread_key text DEFAULT NULL)
+RETURNS SETOF sched.ranked_candidate
+AS 'MODULE_PATHNAME', 'sched_rank_candidates'
+LANGUAGE C STABLE;
+CREATE FUNCTION sched.qualification_reasons(
+    capability text,
+    capability_version text,
+    required_labels jsonb DEFAULT '{}',
+    preferred_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0,
+    min_memory_mb bigint DEFAULT 0,
+    min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0,
+    reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0,
+    node_id text DEFAULT NULL,
+    heartbeat_ttl interval DEFAULT NULL,
+    at timestamptz DEFAULT now(),
+    spread_key text DEFAULT NULL)
+RETURNS SETOF sched.qualification
+AS 'MODULE_PATHNAME', 'sched_qualification_reasons'
+LANGUAGE C STABLE;

@@ -146,6 +146,7 @@ declare -A corrupt=(
     [attempt_has_one_start_command]="DELETE FROM sched.command WHERE kind = 'START' AND attempt_id = $ended_attempt"
     [attempt_has_selected_milestone]="DELETE FROM sched.timeline WHERE milestone_key LIKE 'step.worker.selected:%' AND attempt_id = $ended_attempt"
     [attempt_placement_admissible]="UPDATE sched.request SET required_labels = '{\"zone\":\"nowhere\"}' WHERE attempt_id = $ended_attempt"
+    [attempt_keys_match_request]="UPDATE sched.attempt SET spread_key = 'selftest' WHERE attempt_id = $ended_attempt"
     [key_live_within_concurrency_limit]="UPDATE sched.attempt SET concurrency_key = 'selftest' WHERE attempt_id IN $two_live_attempts; INSERT INTO sched.concurrency_limit VALUES ('selftest', 1)"
     [tenant_live_within_quota]="INSERT INTO sched.tenant_quota (tenant, max_cpu_millis) SELECT tenant, sum(reserve_cpu_millis) - 1 FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY tenant ORDER BY tenant LIMIT 1 ON CONFLICT (tenant) DO UPDATE SET max_cpu_millis = excluded.max_cpu_millis"
     [key_dispatches_within_rate_limit]="UPDATE sched.attempt SET concurrency_key = 'selftest' WHERE attempt_id IN $two_attempts; INSERT INTO sched.rate_limit VALUES ('selftest', 1, '30 days')"

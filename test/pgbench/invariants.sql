@@ -280,6 +280,14 @@ BEGIN
     -- (see above); each needs its table, which 0.1.0 does not have: there, no rows
     SELECT l.name, CASE WHEN to_regclass(l.needs) IS NULL THEN 'SELECT NULL::text WHERE false' ELSE l.query END
       FROM (VALUES
+        -- an attempt carries its request's keys (the limits and the spread term count
+        -- attempts by them)
+        ('attempt_keys_match_request', $q$
+            SELECT format('attempt %s: keys %s/%s, its request %s has %s/%s', a.attempt_id,
+                          a.concurrency_key, a.spread_key, r.request_id, r.concurrency_key, r.spread_key)
+              FROM sched.attempt a JOIN sched.request r ON r.request_id = a.request_id
+             WHERE (a.concurrency_key, a.spread_key) IS DISTINCT FROM (r.concurrency_key, r.spread_key) $q$,
+         'sched.concurrency_limit'),
         -- live attempts (DISPATCHED, RUNNING) of a key <= its concurrency limit
         ('key_live_within_concurrency_limit', $q$
             SELECT format('key %s: %s live attempts, concurrency limit %s', l.concurrency_key, count(*), l.max_live)

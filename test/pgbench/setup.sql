@@ -64,6 +64,7 @@ SELECT count(sched.submit(
                                    WHEN i % 19 = 0 THEN '{"gen": {"lt": 3}, "gpu": {"exists": false}}'::jsonb
                                    ELSE '{}' END,
            preferred_labels => CASE WHEN i % 3 = 0 THEN '{"tier":"fast"}'::jsonb ELSE '{}' END,
+           spread_key => CASE WHEN i % 4 = 1 THEN 'svc-' || (i % 9) END,
            min_cpu_millis => CASE WHEN i % 11 = 0 THEN 3000 ELSE 0 END,
            reserve_cpu_millis => CASE WHEN i % 997 = 0 THEN 5000
                                       WHEN i % 10 = 0 THEN 500

@@ -143,11 +143,11 @@ SELECT is(:'m_outcome'::text, 'DISPATCHED', 'matrix fixture: a request dispatche
 CREATE TEMP TABLE fn (sig regprocedure PRIMARY KEY, job name, call text, state text DEFAULT '00000');
 INSERT INTO fn (sig, job, call, state) VALUES
   -- sched_observer: the readers
-  ('sched.select_candidate(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz)',
+  ('sched.select_candidate(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz,text)',
    'sched_observer', $$SELECT * FROM sched.select_candidate('m-cap', '1.0')$$, '00000'),
-  ('sched.rank_candidates(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz)',
+  ('sched.rank_candidates(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz,text)',
    'sched_observer', $$SELECT * FROM sched.rank_candidates('m-cap', '1.0')$$, '00000'),
-  ('sched.qualification_reasons(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz)',
+  ('sched.qualification_reasons(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz,text)',
    'sched_observer', $$SELECT * FROM sched.qualification_reasons('m-cap', '1.0')$$, '00000'),
   ('sched.qualification_reasons(bigint,timestamptz)',
    'sched_observer', format('SELECT * FROM sched.qualification_reasons(%s::bigint, now())', :mr2), '00000'),
@@ -171,7 +171,7 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.format_label_expression(text,jsonb)', 'sched_observer', $$SELECT sched.format_label_expression('a', '{"in": ["x"]}')$$, '00000'),
   ('sched.format_duration(interval)', 'sched_observer', $$SELECT sched.format_duration('90 s')$$, '00000'),
   -- sched_scheduler: queue, dispatch, close
-  ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text)',
+  ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text)',
    'sched_scheduler', $$SELECT sched.submit('c1000000-0000-4000-8000-0000000000e9', 'c1000000-0000-4000-8000-000000000059', 'm-cap', '1.0')$$, '00000'),
   ('sched.claim_requests(int,interval,text,text,timestamptz)',
    'sched_scheduler', $$SELECT * FROM sched.claim_requests()$$, '00000'),
