@@ -1,7 +1,9 @@
 /*
  * test_placement.c — stand-alone unit and property tests of the pure placement core
  * (include/placement.h, src/placement.c): admission reasons, suppression, scoring,
- * ranking, label maps and the "why is it waiting" summary (SPEC sections 3 and 4).
+ * ranking, label maps, label expressions (operators, numbers, versions and version
+ * ranges, as the header documents them) and the "why is it waiting" summary (SPEC
+ * sections 3 and 4).
  *
  * Built and run by `make unit`:
  *
@@ -28,6 +30,7 @@
  */
 #include "placement.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -1275,7 +1278,7 @@ TEST(required_labels_matching)
 	SchedLabel req_one_bad[] = {{"gpu", "a100"}, {"zone", "eu-2"}};
 	char		kbuf[] = "tier";
 	char		vbuf[] = "fast";
-	SchedLabel req_copy[1];
+	SchedLabel req_copy[1] = {{NULL, NULL}};	/* zero past key and value: plain */
 	SchedLabel have_utf8[] = {{"r\xc3\xa9gion", "\xc3\xa9t\xc3\xa9"}};
 	SchedLabel req_utf8[] = {{"r\xc3\xa9gion", "\xc3\xa9t\xc3\xa9"}};
 	SchedLabel req_utf8_nfd[] = {{"r\xc3\xa9gion", "e\xcc\x81t\xc3\xa9"}};	/* same text, other bytes */
@@ -1849,6 +1852,892 @@ TEST(labels_sort_duplicate_key_is_false)
 	CHECK(!sched_labels_sort(&s2));
 	/* differ by case or by a byte: not duplicates */
 	CHECK(sched_labels_sort(&s3));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Label expressions (include/placement.h: SchedLabelOp, sched_label_number, versions)  */
+/* ------------------------------------------------------------------------------------ */
+
+/* A required label with operator op, zero past what the operator reads. */
+static SchedLabel
+lx_label(const char *key, SchedLabelOp op)
+{
+	SchedLabel	l;
+
+	memset(&l, 0, sizeof l);
+	l.key = key;
+	l.op = op;
+	return l;
+}
+
+static SchedLabel
+lx_eq(const char *key, const char *value)
+{
+	SchedLabel	l = lx_label(key, SCHED_LABEL_EQ);
+
+	l.value = value;
+	return l;
+}
+
+/* IN or NOT_IN over values[0 .. n-1]. */
+static SchedLabel
+lx_list(const char *key, SchedLabelOp op, const char *const *values, int n)
+{
+	SchedLabel	l = lx_label(key, op);
+
+	l.values = values;
+	l.nvalues = n;
+	return l;
+}
+
+/* GT or LT. */
+static SchedLabel
+lx_num(const char *key, SchedLabelOp op, double number)
+{
+	SchedLabel	l = lx_label(key, op);
+
+	l.number = number;
+	return l;
+}
+
+static SchedLabel
+lx_ver(const char *key, const SchedVersionBound *bounds, int n)
+{
+	SchedLabel	l = lx_label(key, SCHED_LABEL_VERSION);
+
+	l.bounds = bounds;
+	l.nbounds = n;
+	return l;
+}
+
+static bool
+lx_sat(SchedLabel req, const SchedLabelSet *have)
+{
+	return sched_label_satisfied(&req, have);
+}
+
+static void
+t_check_number(const char *file, int line, const char *s, double want)
+{
+	double		out = 12345.678;
+
+	if (!sched_label_number(s, &out))
+		t_fail(file, line, "sched_label_number(\"%s\") is false, want %.17g", s, want);
+	else if (out != want)
+		t_fail(file, line, "sched_label_number(\"%s\") = %.17g, want %.17g", s, out, want);
+}
+
+static void
+t_check_not_number(const char *file, int line, const char *s)
+{
+	double		out = 12345.678;
+
+	if (sched_label_number(s, &out))
+		t_fail(file, line, "sched_label_number(\"%s\") is true (%.17g), want false", s, out);
+}
+
+#define CHECK_NUMBER(s, want) t_check_number(__FILE__, __LINE__, (s), (want))
+#define CHECK_NOT_NUMBER(s) t_check_not_number(__FILE__, __LINE__, (s))
+
+static void
+t_check_version(const char *file, int line, const char *s, int n, const int32_t *parts)
+{
+	SchedVersion v;
+	int			i;
+
+	memset(&v, 0x5a, sizeof v);
+	if (!sched_version_parse(s, &v))
+	{
+		t_fail(file, line, "sched_version_parse(\"%s\") is false, want %d parts", s, n);
+		return;
+	}
+	if (v.nparts != n)
+	{
+		t_fail(file, line, "sched_version_parse(\"%s\"): %d parts, want %d", s, v.nparts, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (v.parts[i] != parts[i])
+			t_fail(file, line, "sched_version_parse(\"%s\"): part %d is %" PRId32 ", want %" PRId32,
+				   s, i, v.parts[i], parts[i]);
+}
+
+static void
+t_check_not_version(const char *file, int line, const char *s)
+{
+	SchedVersion v;
+
+	if (sched_version_parse(s, &v))
+		t_fail(file, line, "sched_version_parse(\"%s\") is true (%d parts), want false", s, v.nparts);
+}
+
+/* CHECK_VERSION("1.2", 1, 2): parses, into exactly these parts. */
+#define CHECK_VERSION(s, ...) \
+	t_check_version(__FILE__, __LINE__, (s), \
+					(int) (sizeof((const int32_t[]) {__VA_ARGS__}) / sizeof(int32_t)), \
+					(const int32_t[]) {__VA_ARGS__})
+#define CHECK_NOT_VERSION(s) t_check_not_version(__FILE__, __LINE__, (s))
+
+/* sched_version_range_parse into a buffer one bound larger, whose last bound must stay. */
+static int
+lx_range(const char *s, SchedVersionBound *bounds)
+{
+	SchedVersionBound buf[SCHED_MAX_VERSION_BOUNDS + 1];
+	SchedVersionBound canary;
+	int			n;
+
+	memset(buf, 0x5a, sizeof buf);
+	memset(&canary, 0x5a, sizeof canary);
+	n = sched_version_range_parse(s, buf);
+	if (memcmp(&buf[SCHED_MAX_VERSION_BOUNDS], &canary, sizeof canary) != 0)
+		return -100;			/* wrote past SCHED_MAX_VERSION_BOUNDS */
+	if (bounds != NULL)
+		memcpy(bounds, buf, sizeof(SchedVersionBound) * SCHED_MAX_VERSION_BOUNDS);
+	return n;
+}
+
+static void
+t_check_range(const char *file, int line, const char *s, int n, const SchedVersionBound *want)
+{
+	SchedVersionBound got[SCHED_MAX_VERSION_BOUNDS];
+	int			k = lx_range(s, got);
+	int			i,
+				j;
+
+	if (k != n)
+	{
+		t_fail(file, line, "sched_version_range_parse(\"%s\") = %d, want %d", s, k, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+	{
+		if (got[i].cmp != want[i].cmp)
+			t_fail(file, line, "\"%s\" bound %d: cmp %d, want %d", s, i, (int) got[i].cmp,
+				   (int) want[i].cmp);
+		if (got[i].version.nparts != want[i].version.nparts)
+		{
+			t_fail(file, line, "\"%s\" bound %d: %d parts, want %d", s, i, got[i].version.nparts,
+				   want[i].version.nparts);
+			continue;
+		}
+		for (j = 0; j < want[i].version.nparts; j++)
+			if (got[i].version.parts[j] != want[i].version.parts[j])
+				t_fail(file, line, "\"%s\" bound %d part %d: %" PRId32 ", want %" PRId32, s, i, j,
+					   got[i].version.parts[j], want[i].version.parts[j]);
+	}
+}
+
+static void
+t_check_not_range(const char *file, int line, const char *s)
+{
+	int			k = lx_range(s, NULL);
+
+	if (k != -1)
+		t_fail(file, line, "sched_version_range_parse(\"%s\") = %d, want -1%s", s, k,
+			   k == -100 ? " (and it wrote past the buffer)" : "");
+}
+
+/* CHECK_RANGE(">=1.2", {SCHED_VCMP_GE, {2, {1, 2}}}): exactly these bounds. */
+#define CHECK_RANGE(s, ...) \
+	t_check_range(__FILE__, __LINE__, (s), \
+				  (int) (sizeof((const SchedVersionBound[]) {__VA_ARGS__}) / sizeof(SchedVersionBound)), \
+				  (const SchedVersionBound[]) {__VA_ARGS__})
+#define CHECK_NOT_RANGE(s) t_check_not_range(__FILE__, __LINE__, (s))
+
+/* A version parsed by sched_version_parse; a failed parse fails the case (nparts -1). */
+static SchedVersion
+lx_v(const char *s)
+{
+	SchedVersion v;
+
+	memset(&v, 0, sizeof v);
+	if (!sched_version_parse(s, &v))
+	{
+		t_fail(__FILE__, __LINE__, "fixture \"%s\" is not a version", s);
+		v.nparts = -1;
+	}
+	return v;
+}
+
+/* sched_version_cmp of two version strings. */
+static int
+lx_vcmp(const char *a, const char *b)
+{
+	SchedVersion x = lx_v(a);
+	SchedVersion y = lx_v(b);
+
+	return sched_version_cmp(&x, &y);
+}
+
+/* Whether version s meets the bounds of range r (both parsed by the core). */
+static int
+lx_in_range(const char *s, const char *r)
+{
+	SchedVersionBound b[SCHED_MAX_VERSION_BOUNDS];
+	SchedVersion v = lx_v(s);
+	int			n = sched_version_range_parse(r, b);
+
+	if (n < 1)
+	{
+		t_fail(__FILE__, __LINE__, "fixture \"%s\" is not a version range", r);
+		return -1;
+	}
+	return sched_version_in_range(&v, b, n) ? 1 : 0;
+}
+
+TEST(label_number_grammar)
+{
+	char		s64[65];
+	char		neg64[65];
+	char		frac64[65];
+	int			i;
+
+	/* -?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+	CHECK_NUMBER("0", 0.0);
+	CHECK_NUMBER("7", 7.0);
+	CHECK_NUMBER("-1", -1.0);
+	CHECK_NUMBER("007", 7.0);
+	CHECK_NUMBER("1.5", 1.5);
+	CHECK_NUMBER("-2.25", -2.25);
+	CHECK_NUMBER("1.0", 1.0);
+	CHECK_NUMBER("10.000", 10.0);
+	CHECK_NUMBER("0.5", 0.5);
+	CHECK_NUMBER("-0.5", -0.5);
+	CHECK_NUMBER("1e3", 1000.0);
+	CHECK_NUMBER("1E3", 1000.0);
+	CHECK_NUMBER("1e+3", 1000.0);
+	CHECK_NUMBER("1e0003", 1000.0);
+	CHECK_NUMBER("1e-3", 1e-3);
+	CHECK_NUMBER("2.5E-1", 0.25);
+	CHECK_NUMBER("-1.5e2", -150.0);
+	CHECK_NUMBER("1e0", 1.0);
+	CHECK_NUMBER("-0", 0.0);	/* -0 == 0: a number, equal to zero */
+	/* the range of a double, both ends; exact zero with any exponent is no underflow */
+	CHECK_NUMBER("1e308", 1e308);
+	CHECK_NUMBER("1.7976931348623157e308", DBL_MAX);
+	CHECK_NUMBER("-1.7976931348623157e308", -DBL_MAX);
+	CHECK_NUMBER("2.2250738585072014e-308", DBL_MIN);
+	CHECK_NUMBER("0e-999", 0.0);
+	CHECK_NUMBER("0.000e999", 0.0);
+
+	/* no sign "+", no spaces, digits on both sides of the dot, no hex, inf or nan */
+	CHECK_NOT_NUMBER("");
+	CHECK_NOT_NUMBER("-");
+	CHECK_NOT_NUMBER("+1");
+	CHECK_NOT_NUMBER("+0");
+	CHECK_NOT_NUMBER(" 1");
+	CHECK_NOT_NUMBER("1 ");
+	CHECK_NOT_NUMBER("\t1");
+	CHECK_NOT_NUMBER("1\n");
+	CHECK_NOT_NUMBER("1.");
+	CHECK_NOT_NUMBER("-1.");
+	CHECK_NOT_NUMBER(".5");
+	CHECK_NOT_NUMBER("-.5");
+	CHECK_NOT_NUMBER("0x10");
+	CHECK_NOT_NUMBER("0X10");
+	CHECK_NOT_NUMBER("0x1p3");
+	CHECK_NOT_NUMBER("inf");
+	CHECK_NOT_NUMBER("-inf");
+	CHECK_NOT_NUMBER("INF");
+	CHECK_NOT_NUMBER("infinity");
+	CHECK_NOT_NUMBER("nan");
+	CHECK_NOT_NUMBER("NaN");
+	CHECK_NOT_NUMBER("-nan");
+	CHECK_NOT_NUMBER("1e");
+	CHECK_NOT_NUMBER("1e+");
+	CHECK_NOT_NUMBER("1e-");
+	CHECK_NOT_NUMBER("e3");
+	CHECK_NOT_NUMBER("1ee3");
+	CHECK_NOT_NUMBER("1e3.5");
+	CHECK_NOT_NUMBER("1e3e3");
+	CHECK_NOT_NUMBER("1.2.3");
+	CHECK_NOT_NUMBER("1,5");
+	CHECK_NOT_NUMBER("--1");
+	CHECK_NOT_NUMBER("-+1");
+	CHECK_NOT_NUMBER("1-");
+	CHECK_NOT_NUMBER("1_000");
+	CHECK_NOT_NUMBER("eight");
+	CHECK_NOT_NUMBER("\xd9\xa1");		/* ARABIC-INDIC DIGIT ONE */
+	CHECK_NOT_NUMBER("\xef\xbc\x91");	/* FULLWIDTH DIGIT ONE */
+	CHECK_NOT_NUMBER("1\xc2\xa0");		/* trailing no-break space */
+	/* out of the range of a double: overflow, or underflow to zero */
+	CHECK_NOT_NUMBER("1e999");
+	CHECK_NOT_NUMBER("-1e999");
+	CHECK_NOT_NUMBER("1e309");
+	CHECK_NOT_NUMBER("1.8e308");
+	CHECK_NOT_NUMBER("1e-999");
+	CHECK_NOT_NUMBER("-1e-999");
+	CHECK_NOT_NUMBER("1e-400");
+
+	/* at most 64 bytes */
+	s64[0] = '1';
+	neg64[0] = '-';
+	neg64[1] = '1';
+	frac64[0] = '0';
+	frac64[1] = '.';
+	for (i = 1; i < 64; i++)
+		s64[i] = '0';
+	for (i = 2; i < 64; i++)
+		neg64[i] = '0', frac64[i] = '0';
+	frac64[63] = '5';
+	s64[64] = neg64[64] = frac64[64] = '\0';
+	CHECK_INT(strlen(s64), 64);
+	CHECK_NUMBER(s64, 1e63);
+	CHECK_NUMBER(neg64, -1e62);
+	CHECK_NUMBER(frac64, 5e-62);
+	/* no length limit: 65 bytes are a number too */
+	{
+		char		s65[66];
+		char		frac65[66];
+
+		memcpy(s65, s64, 64);
+		s65[64] = '0';
+		s65[65] = '\0';
+		memcpy(frac65, frac64, 63);
+		frac65[63] = '0';
+		frac65[64] = '5';
+		frac65[65] = '\0';
+		CHECK_NUMBER(s65, 1e64);
+		CHECK_NUMBER(frac65, 5e-63);
+	}
+}
+
+TEST(label_expr_eq_in_not_in)
+{
+	SchedLabel	items[] = {{"gpu", "a100"}, {"tier", "fast"}, {"void", ""}, {"zone", "eu-1"}};
+	SchedLabelSet have = fx_labels(items, 4);
+	SchedLabelSet none = fx_labels(NULL, 0);
+	static const char *const eu12[] = {"eu-1", "eu-2"};
+	static const char *const eu23[] = {"eu-2", "eu-3"};
+	static const char *const eu21[] = {"eu-2", "eu-1"};
+	static const char *const eu1[] = {"eu-1"};
+	static const char *const eu2[] = {"eu-2"};
+	static const char *const near[] = {"EU-1", "eu", "eu-1 ", "eu-10", ""};
+	static const char *const empty[] = {""};
+	static const char *const r1[] = {"r1"};
+	char		eu1_copy[] = "eu-1";
+	const char *copied[1];
+
+	CHECK(sched_labels_sort(&have));
+
+	/* EQ: present with that value (the plain label) */
+	CHECK(lx_sat(lx_eq("tier", "fast"), &have));
+	CHECK(!lx_sat(lx_eq("tier", "slow"), &have));
+	CHECK(!lx_sat(lx_eq("tier", "Fast"), &have));
+	CHECK(!lx_sat(lx_eq("rack", "r1"), &have));
+	CHECK(!lx_sat(lx_eq("rack", ""), &have));
+	CHECK(lx_sat(lx_eq("void", ""), &have));
+	CHECK(!lx_sat(lx_eq("tier", "fast"), &none));
+
+	/* IN: present, its value one of the list */
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_IN, eu12, 2), &have));
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_IN, eu21, 2), &have));		/* last of the list */
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_IN, eu1, 1), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_IN, eu23, 2), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_IN, near, 5), &have));		/* bytewise, whole value */
+	CHECK(!lx_sat(lx_list("rack", SCHED_LABEL_IN, r1, 1), &have));		/* absent */
+	CHECK(!lx_sat(lx_list("rack", SCHED_LABEL_IN, empty, 1), &have));	/* absent is not "" */
+	CHECK(lx_sat(lx_list("void", SCHED_LABEL_IN, empty, 1), &have));
+	CHECK(lx_sat(lx_list("void", SCHED_LABEL_IN, near, 5), &have));		/* "" is listed last */
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_IN, eu1, 1), &none));
+	copied[0] = eu1_copy;												/* by content */
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_IN, copied, 1), &have));
+
+	/* NOT_IN: absent, or present with a value none of the list */
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu2, 1), &have));
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu23, 2), &have));
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, near, 4), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu12, 2), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu21, 2), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, copied, 1), &have));
+	CHECK(lx_sat(lx_list("rack", SCHED_LABEL_NOT_IN, r1, 1), &have));		/* absent key matches */
+	CHECK(lx_sat(lx_list("rack", SCHED_LABEL_NOT_IN, empty, 1), &have));
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1), &none));
+	CHECK(!lx_sat(lx_list("void", SCHED_LABEL_NOT_IN, empty, 1), &have));
+	CHECK(lx_sat(lx_list("void", SCHED_LABEL_NOT_IN, eu1, 1), &have));
+}
+
+TEST(label_expr_exists)
+{
+	SchedLabel	items[] = {{"tier", "fast"}, {"void", ""}};
+	SchedLabelSet have = fx_labels(items, 2);
+	SchedLabelSet none = fx_labels(NULL, 0);
+
+	CHECK(sched_labels_sort(&have));
+	CHECK(lx_sat(lx_label("tier", SCHED_LABEL_EXISTS), &have));
+	CHECK(lx_sat(lx_label("void", SCHED_LABEL_EXISTS), &have));		/* "" is present */
+	CHECK(!lx_sat(lx_label("rack", SCHED_LABEL_EXISTS), &have));
+	CHECK(!lx_sat(lx_label("Tier", SCHED_LABEL_EXISTS), &have));
+	CHECK(!lx_sat(lx_label("tier", SCHED_LABEL_EXISTS), &none));
+	CHECK(!lx_sat(lx_label("tier", SCHED_LABEL_NOT_EXISTS), &have));
+	CHECK(!lx_sat(lx_label("void", SCHED_LABEL_NOT_EXISTS), &have));
+	CHECK(lx_sat(lx_label("rack", SCHED_LABEL_NOT_EXISTS), &have));
+	CHECK(lx_sat(lx_label("tie", SCHED_LABEL_NOT_EXISTS), &have));
+	CHECK(lx_sat(lx_label("tier", SCHED_LABEL_NOT_EXISTS), &none));
+}
+
+TEST(label_expr_gt_lt)
+{
+	SchedLabel	items[] = {
+		{"cores", "8"}, {"mem", "-2.5"}, {"ratio", "1e3"}, {"quarter", "2.5E-1"}, {"neg0", "-0"},
+		{"zero", "0"}, {"big", "1.7976931348623157e308"},
+		/* not numbers */
+		{"name", "eight"}, {"hex", "0x10"}, {"plus", "+9"}, {"space", " 9"}, {"dot", "9."},
+		{"lead", ".5"}, {"inf", "inf"}, {"nan", "nan"}, {"over", "1e999"}, {"under", "1e-999"},
+		{"empty", ""}, {"ver", "1.2.3"}
+	};
+	SchedLabelSet have = fx_labels(items, (int) (sizeof items / sizeof items[0]));
+	static const char *const junk[] = {"name", "hex", "plus", "space", "dot", "lead", "inf", "nan",
+		"over", "under", "empty", "ver", "absent"};
+	size_t		i;
+
+	CHECK(sched_labels_sort(&have));
+
+	/* strictly greater / less: equality is neither */
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_GT, 7), &have));
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_GT, 7.999), &have));
+	CHECK(!lx_sat(lx_num("cores", SCHED_LABEL_GT, 8), &have));
+	CHECK(!lx_sat(lx_num("cores", SCHED_LABEL_GT, 8.5), &have));
+	CHECK(!lx_sat(lx_num("cores", SCHED_LABEL_LT, 8), &have));
+	CHECK(!lx_sat(lx_num("cores", SCHED_LABEL_LT, 7.5), &have));
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_LT, 8.001), &have));
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_LT, 100), &have));
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_GT, -8), &have));
+	/* as numbers, not strings: "8" < "10" */
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_LT, 10), &have));
+	/* negative */
+	CHECK(lx_sat(lx_num("mem", SCHED_LABEL_GT, -3), &have));
+	CHECK(lx_sat(lx_num("mem", SCHED_LABEL_LT, -2), &have));
+	CHECK(!lx_sat(lx_num("mem", SCHED_LABEL_GT, -2.5), &have));
+	CHECK(!lx_sat(lx_num("mem", SCHED_LABEL_LT, -2.5), &have));
+	CHECK(!lx_sat(lx_num("mem", SCHED_LABEL_GT, 0), &have));
+	/* exponent forms */
+	CHECK(lx_sat(lx_num("ratio", SCHED_LABEL_GT, 999), &have));
+	CHECK(!lx_sat(lx_num("ratio", SCHED_LABEL_GT, 1000), &have));
+	CHECK(!lx_sat(lx_num("ratio", SCHED_LABEL_LT, 1000), &have));
+	CHECK(lx_sat(lx_num("ratio", SCHED_LABEL_LT, 1000.5), &have));
+	CHECK(lx_sat(lx_num("quarter", SCHED_LABEL_GT, 0.2499), &have));
+	CHECK(!lx_sat(lx_num("quarter", SCHED_LABEL_GT, 0.25), &have));
+	CHECK(!lx_sat(lx_num("quarter", SCHED_LABEL_LT, 0.25), &have));
+	CHECK(lx_sat(lx_num("quarter", SCHED_LABEL_LT, 0.2501), &have));
+	/* "-0" is the number 0: neither greater nor less than 0 (or -0) */
+	CHECK(!lx_sat(lx_num("neg0", SCHED_LABEL_GT, 0), &have));
+	CHECK(!lx_sat(lx_num("neg0", SCHED_LABEL_LT, 0), &have));
+	CHECK(!lx_sat(lx_num("neg0", SCHED_LABEL_GT, -0.0), &have));
+	CHECK(!lx_sat(lx_num("neg0", SCHED_LABEL_LT, -0.0), &have));
+	CHECK(!lx_sat(lx_num("zero", SCHED_LABEL_GT, -0.0), &have));
+	CHECK(!lx_sat(lx_num("zero", SCHED_LABEL_LT, -0.0), &have));
+	CHECK(lx_sat(lx_num("neg0", SCHED_LABEL_GT, -1e-300), &have));
+	CHECK(lx_sat(lx_num("neg0", SCHED_LABEL_LT, 1e-300), &have));
+	/* the largest double */
+	CHECK(lx_sat(lx_num("big", SCHED_LABEL_GT, 1e308), &have));
+	CHECK(!lx_sat(lx_num("big", SCHED_LABEL_GT, DBL_MAX), &have));
+	CHECK(!lx_sat(lx_num("big", SCHED_LABEL_LT, DBL_MAX), &have));
+
+	/* a value that is not a number, or no value, fails both, whatever the bound */
+	for (i = 0; i < sizeof junk / sizeof junk[0]; i++)
+	{
+		if (lx_sat(lx_num(junk[i], SCHED_LABEL_GT, -DBL_MAX), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" (%s) is greater than -DBL_MAX", junk[i],
+				   sched_labels_get(&have, junk[i]) ? sched_labels_get(&have, junk[i]) : "absent");
+		if (lx_sat(lx_num(junk[i], SCHED_LABEL_LT, DBL_MAX), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" (%s) is less than DBL_MAX", junk[i],
+				   sched_labels_get(&have, junk[i]) ? sched_labels_get(&have, junk[i]) : "absent");
+		if (lx_sat(lx_num(junk[i], SCHED_LABEL_GT, 0), &have) ||
+			lx_sat(lx_num(junk[i], SCHED_LABEL_LT, 0), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" compares with 0", junk[i]);
+	}
+}
+
+TEST(version_parse)
+{
+	CHECK_VERSION("1", 1);
+	CHECK_VERSION("0", 0);
+	CHECK_VERSION("1.2", 1, 2);
+	CHECK_VERSION("1.2.10", 1, 2, 10);
+	CHECK_VERSION("10.0.3", 10, 0, 3);
+	CHECK_VERSION("1.2.0", 1, 2, 0);
+	CHECK_VERSION("007.08", 7, 8);
+	CHECK_VERSION("535.104.05", 535, 104, 5);
+	/* 1 to 9 digits, at most SCHED_MAX_VERSION_PART */
+	CHECK_VERSION("999999999", 999999999);
+	CHECK_VERSION("000000001.123456789", 1, 123456789);
+	CHECK_INT(SCHED_MAX_VERSION_PART, 999999999);
+	CHECK_NOT_VERSION("1000000000");
+	CHECK_NOT_VERSION("9999999999");
+	CHECK_NOT_VERSION("0000000001");
+	CHECK_NOT_VERSION("1.1000000000");
+	/* 1 to SCHED_MAX_VERSION_PARTS numbers */
+	CHECK_INT(SCHED_MAX_VERSION_PARTS, 8);
+	CHECK_VERSION("1.2.3.4.5.6.7.8", 1, 2, 3, 4, 5, 6, 7, 8);
+	CHECK_VERSION("0.0.0.0.0.0.0.0", 0, 0, 0, 0, 0, 0, 0, 0);
+	CHECK_NOT_VERSION("1.2.3.4.5.6.7.8.9");
+	CHECK_NOT_VERSION("0.0.0.0.0.0.0.0.0");
+	/* single dots between numbers, nothing else */
+	CHECK_NOT_VERSION("");
+	CHECK_NOT_VERSION("v1");
+	CHECK_NOT_VERSION("V1.0");
+	CHECK_NOT_VERSION("1.");
+	CHECK_NOT_VERSION(".1");
+	CHECK_NOT_VERSION(".");
+	CHECK_NOT_VERSION("1..2");
+	CHECK_NOT_VERSION("1.2.");
+	CHECK_NOT_VERSION("1.2-rc1");
+	CHECK_NOT_VERSION("1.2rc1");
+	CHECK_NOT_VERSION("1.2+build");
+	CHECK_NOT_VERSION(" 1");
+	CHECK_NOT_VERSION("1 ");
+	CHECK_NOT_VERSION("1 .2");
+	CHECK_NOT_VERSION("-1");
+	CHECK_NOT_VERSION("+1");
+	CHECK_NOT_VERSION("1,2");
+	CHECK_NOT_VERSION("1.a");
+	CHECK_NOT_VERSION("1e3");
+	CHECK_NOT_VERSION("0x10");
+	CHECK_NOT_VERSION(">=1");
+	CHECK_NOT_VERSION("\xd9\xa1");
+}
+
+TEST(version_cmp)
+{
+	SchedVersion a,
+				b;
+
+	/* part by part as numbers: 1.2.10 < 1.10 and 1.10 > 1.9 */
+	CHECK_INT(lx_vcmp("1.2.10", "1.10"), -1);
+	CHECK_INT(lx_vcmp("1.10", "1.2.10"), 1);
+	CHECK_INT(lx_vcmp("1.10", "1.9"), 1);
+	CHECK_INT(lx_vcmp("1.9", "1.10"), -1);
+	CHECK_INT(lx_vcmp("2", "1.999999999"), 1);
+	CHECK_INT(lx_vcmp("1.999999999", "2"), -1);
+	CHECK_INT(lx_vcmp("999999999", "0"), 1);
+	CHECK_INT(lx_vcmp("1.2.3", "1.2.3"), 0);
+	CHECK_INT(lx_vcmp("01.2", "1.02"), 0);		/* numbers, not strings */
+	/* missing parts count as 0 */
+	CHECK_INT(lx_vcmp("1.2", "1.2.0"), 0);
+	CHECK_INT(lx_vcmp("1.2.0", "1.2"), 0);
+	CHECK_INT(lx_vcmp("1.2.0.0.0.0.0.0", "1.2"), 0);
+	CHECK_INT(lx_vcmp("0", "0.0.0.0.0.0.0.0"), 0);
+	CHECK_INT(lx_vcmp("1", "1.0.0.1"), -1);
+	CHECK_INT(lx_vcmp("1.0.0.1", "1"), 1);
+	CHECK_INT(lx_vcmp("1.2", "1.2.0.0.0.0.0.1"), -1);
+	CHECK_INT(lx_vcmp("2", "1.9.9.9"), 1);
+	CHECK_INT(lx_vcmp("1.9.9.9", "2"), -1);
+	/* exactly -1, 0 or 1, whatever the distance */
+	CHECK_INT(lx_vcmp("0", "999999999"), -1);
+	CHECK_INT(lx_vcmp("999999999.999999999", "0"), 1);
+	/* built by hand: parts past nparts are not read */
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	a.nparts = 1;
+	a.parts[0] = 3;
+	a.parts[1] = 7;				/* garbage past nparts */
+	b.nparts = 2;
+	b.parts[0] = 3;
+	b.parts[1] = 0;
+	CHECK_INT(sched_version_cmp(&a, &b), 0);
+	CHECK_INT(sched_version_cmp(&b, &a), 0);
+}
+
+#define VB(c, ...) {SCHED_VCMP_##c, {(int) (sizeof((int32_t[]) {__VA_ARGS__}) / sizeof(int32_t)), {__VA_ARGS__}}}
+
+TEST(version_range_parse)
+{
+	CHECK_RANGE(">=1.2,<2", VB(GE, 1, 2), VB(LT, 2));
+	CHECK_RANGE(" >= 1.2 , < 2 ", VB(GE, 1, 2), VB(LT, 2));
+	CHECK_RANGE("1.2", VB(EQ, 1, 2));						/* bare: = */
+	CHECK_RANGE("=1.2", VB(EQ, 1, 2));
+	CHECK_RANGE("= 1.2", VB(EQ, 1, 2));
+	CHECK_RANGE("  1.2  ", VB(EQ, 1, 2));
+	CHECK_RANGE("!=1.2", VB(NE, 1, 2));
+	CHECK_RANGE(">1", VB(GT, 1));
+	CHECK_RANGE(">=1", VB(GE, 1));
+	CHECK_RANGE("<3", VB(LT, 3));
+	CHECK_RANGE("<=3.0.1", VB(LE, 3, 0, 1));
+	CHECK_RANGE("1.2,1.3", VB(EQ, 1, 2), VB(EQ, 1, 3));
+	CHECK_RANGE("<1.2.3.4.5.6.7.8", VB(LT, 1, 2, 3, 4, 5, 6, 7, 8));
+	CHECK_RANGE(">=999999999", VB(GE, 999999999));
+	/* SCHED_MAX_VERSION_BOUNDS comparisons */
+	CHECK_INT(SCHED_MAX_VERSION_BOUNDS, 8);
+	CHECK_RANGE(">0,>=0,<9,<=9,!=5,=1,1,!=2",
+				VB(GT, 0), VB(GE, 0), VB(LT, 9), VB(LE, 9), VB(NE, 5), VB(EQ, 1), VB(EQ, 1), VB(NE, 2));
+	CHECK_RANGE("1,1,1,1,1,1,1,1", VB(EQ, 1), VB(EQ, 1), VB(EQ, 1), VB(EQ, 1), VB(EQ, 1), VB(EQ, 1),
+				VB(EQ, 1), VB(EQ, 1));
+	CHECK_NOT_RANGE(">0,>=0,<9,<=9,!=5,=1,1,!=2,<10");
+	CHECK_NOT_RANGE("1,1,1,1,1,1,1,1,1");
+
+	CHECK_NOT_RANGE("");
+	CHECK_NOT_RANGE("   ");
+	CHECK_NOT_RANGE(",");
+	CHECK_NOT_RANGE(">=1.2,");					/* trailing comma */
+	CHECK_NOT_RANGE(">=1.2, ");
+	CHECK_NOT_RANGE(",>=1.2");
+	CHECK_NOT_RANGE(">=1.2,,<2");
+	CHECK_NOT_RANGE(">=1.2 <2");					/* no comma */
+	CHECK_NOT_RANGE("=>1.2");					/* unknown operators */
+	CHECK_NOT_RANGE("~1");
+	CHECK_NOT_RANGE("^1.2");
+	CHECK_NOT_RANGE("==1");
+	CHECK_NOT_RANGE("!1");
+	CHECK_NOT_RANGE("<>1");
+	CHECK_NOT_RANGE("> =1");					/* an operator is not split */
+	CHECK_NOT_RANGE(">=");						/* no version */
+	CHECK_NOT_RANGE(">= ");
+	CHECK_NOT_RANGE("!=");
+	CHECK_NOT_RANGE(">=v1");					/* not versions */
+	CHECK_NOT_RANGE(">=1.");
+	CHECK_NOT_RANGE(">=1..2");
+	CHECK_NOT_RANGE(">=1.2-rc1");
+	CHECK_NOT_RANGE("1 .2");
+	CHECK_NOT_RANGE(">=1000000000");
+	CHECK_NOT_RANGE("<1.2.3.4.5.6.7.8.9");
+	CHECK_NOT_RANGE(">=1.2;<2");
+	CHECK_NOT_RANGE("\t>=1");					/* spaces are ' ' */
+}
+
+TEST(version_in_range)
+{
+	static const SchedVersionBound none[1] = {VB(EQ, 0)};
+
+	CHECK_INT(lx_in_range("1.5", ">=1.2,<2"), 1);
+	CHECK_INT(lx_in_range("1.2", ">=1.2,<2"), 1);		/* boundaries */
+	CHECK_INT(lx_in_range("1.2.0", ">=1.2,<2"), 1);
+	CHECK_INT(lx_in_range("1.10", ">=1.2,<2"), 1);
+	CHECK_INT(lx_in_range("1.999999999", ">=1.2,<2"), 1);
+	CHECK_INT(lx_in_range("2", ">=1.2,<2"), 0);
+	CHECK_INT(lx_in_range("2.0.0", ">=1.2,<2"), 0);
+	CHECK_INT(lx_in_range("1.1.9", ">=1.2,<2"), 0);
+	CHECK_INT(lx_in_range("1.2.0.0.1", ">1.2"), 1);
+	CHECK_INT(lx_in_range("1.2.0", ">1.2"), 0);
+	CHECK_INT(lx_in_range("1.2.0", "<=1.2"), 1);
+	CHECK_INT(lx_in_range("1.2.0.0.1", "<=1.2"), 0);
+	CHECK_INT(lx_in_range("1.2", "<1.2.0.0.1"), 1);
+	CHECK_INT(lx_in_range("1.2", "<1.2.0"), 0);
+	CHECK_INT(lx_in_range("1.2.0.0", "1.2"), 1);
+	CHECK_INT(lx_in_range("1.2.0.0", "=1.2"), 1);
+	CHECK_INT(lx_in_range("1.2.1", "1.2"), 0);
+	CHECK_INT(lx_in_range("1.2.0", "!=1.2"), 0);
+	CHECK_INT(lx_in_range("1.3", "!=1.2"), 1);
+	CHECK_INT(lx_in_range("1.3", "!=1.2,!=1.3"), 0);
+	CHECK_INT(lx_in_range("1.3", ">=1,<=1"), 0);		/* every bound */
+	CHECK_INT(lx_in_range("1", ">=1,<=1"), 1);
+	CHECK_INT(lx_in_range("3", ">1,>2,>3"), 0);
+	CHECK_INT(lx_in_range("3", ">1,>2,<4"), 1);
+	{
+		SchedVersion v = lx_v("7");
+
+		CHECK(sched_version_in_range(&v, none, 0));		/* no bound: met */
+		CHECK(!sched_version_in_range(&v, none, 1));
+	}
+}
+
+TEST(label_expr_version)
+{
+	SchedLabel	items[] = {
+		{"driver", "535.104.05"}, {"fw", "v2"}, {"os", "1.2-rc1"}, {"void", ""}, {"ten", "1.10"},
+		{"k", "1.2.0"}, {"num", "1e3"}, {"big", "1000000000"}, {"long", "1.2.3.4.5.6.7.8.9"}
+	};
+	SchedLabelSet have = fx_labels(items, 9);
+	static const SchedVersionBound r535[] = {VB(GE, 535), VB(LT, 536)};
+	static const SchedVersionBound ge536[] = {VB(GE, 536)};
+	static const SchedVersionBound ge12lt2[] = {VB(GE, 1, 2), VB(LT, 2)};
+	static const SchedVersionBound eq12[] = {VB(EQ, 1, 2)};
+	static const SchedVersionBound ne12[] = {VB(NE, 1, 2)};
+	static const SchedVersionBound ge0[] = {VB(GE, 0)};
+	static const char *const junk[] = {"fw", "os", "void", "num", "big", "long", "absent"};
+	size_t		i;
+
+	CHECK(sched_labels_sort(&have));
+	CHECK(lx_sat(lx_ver("driver", r535, 2), &have));
+	CHECK(!lx_sat(lx_ver("driver", ge536, 1), &have));
+	CHECK(lx_sat(lx_ver("ten", ge12lt2, 2), &have));		/* 1.10 > 1.2 */
+	CHECK(!lx_sat(lx_ver("ten", eq12, 1), &have));
+	CHECK(lx_sat(lx_ver("k", eq12, 1), &have));			/* 1.2.0 = 1.2 */
+	CHECK(!lx_sat(lx_ver("k", ne12, 1), &have));
+	CHECK(lx_sat(lx_ver("k", ge12lt2, 2), &have));
+	/* a value that is not a version, or no value, fails every range */
+	for (i = 0; i < sizeof junk / sizeof junk[0]; i++)
+	{
+		if (lx_sat(lx_ver(junk[i], ge0, 1), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" is a version >= 0", junk[i]);
+		if (lx_sat(lx_ver(junk[i], ne12, 1), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" is a version != 1.2", junk[i]);
+	}
+}
+
+TEST(labels_first_unmet_in_key_order)
+{
+	SchedLabel	items[] = {{"gpu", "a100"}, {"tier", "fast"}, {"zone", "eu-1"}};
+	SchedLabelSet have = fx_labels(items, 3);
+	SchedLabelSet none = fx_labels(NULL, 0);
+	static const char *const gpus[] = {"a100", "h100"};
+	static const char *const eu1[] = {"eu-1"};
+	static const char *const eu2[] = {"eu-2"};
+	static const char *const x[] = {"x"};
+	SchedLabel	req[5];
+	SchedLabel	req3[3];
+	SchedLabel	shuffled[3];
+	SchedLabelSet r = fx_labels(req, 5);
+	SchedLabelSet r3 = fx_labels(req3, 3);
+	SchedLabelSet s = fx_labels(shuffled, 3);
+
+	CHECK(sched_labels_sort(&have));
+	/* in key order: disk ok, gpu ok, rack fails, tier fails, zone fails */
+	req[0] = lx_label("disk", SCHED_LABEL_NOT_EXISTS);
+	req[1] = lx_list("gpu", SCHED_LABEL_IN, gpus, 2);
+	req[2] = lx_label("rack", SCHED_LABEL_EXISTS);
+	req[3] = lx_eq("tier", "slow");
+	req[4] = lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1);
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 2);
+	req[2] = lx_label("rack", SCHED_LABEL_NOT_EXISTS);
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 3);
+	req[3] = lx_eq("tier", "fast");
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 4);
+	req[4] = lx_list("zone", SCHED_LABEL_NOT_IN, eu2, 1);
+	CHECK_INT(sched_labels_first_unmet(&have, &r), -1);
+	req[0] = lx_label("disk", SCHED_LABEL_EXISTS);		/* only the first fails */
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 0);
+	req[0] = lx_label("disk", SCHED_LABEL_NOT_EXISTS);
+	req[1] = lx_list("gpu", SCHED_LABEL_NOT_IN, gpus, 2);	/* only the second */
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 1);
+	CHECK_INT(sched_labels_first_unmet(&have, &none), -1);
+	CHECK_INT(sched_labels_first_unmet(&none, &none), -1);
+	CHECK_INT(sched_labels_first_unmet(&none, &r), 3);		/* absent: only tier = fast fails */
+
+	/* a node without labels: absent passes NOT_EXISTS and NOT_IN only */
+	req3[0] = lx_label("a", SCHED_LABEL_NOT_EXISTS);
+	req3[1] = lx_list("b", SCHED_LABEL_NOT_IN, x, 1);
+	req3[2] = lx_label("c", SCHED_LABEL_EXISTS);
+	CHECK_INT(sched_labels_first_unmet(&none, &r3), 2);
+	req3[2] = lx_num("c", SCHED_LABEL_LT, 1e308);
+	CHECK_INT(sched_labels_first_unmet(&none, &r3), 2);
+	req3[2] = lx_label("c", SCHED_LABEL_NOT_EXISTS);
+	CHECK_INT(sched_labels_first_unmet(&none, &r3), -1);
+
+	/* the index is into the sorted map: sorting keeps each key with its expression */
+	shuffled[0] = lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1);		/* fails */
+	shuffled[1] = lx_label("apple", SCHED_LABEL_EXISTS);			/* fails */
+	shuffled[2] = lx_eq("tier", "fast");
+	CHECK(sched_labels_sort(&s));
+	CHECK_STR(shuffled[0].key, "apple");
+	CHECK_INT(shuffled[0].op, SCHED_LABEL_EXISTS);
+	CHECK_INT(shuffled[2].op, SCHED_LABEL_NOT_IN);
+	CHECK(shuffled[2].values == eu1);
+	CHECK_INT(sched_labels_first_unmet(&have, &s), 0);
+	shuffled[0].op = SCHED_LABEL_NOT_EXISTS;
+	CHECK_INT(sched_labels_first_unmet(&have, &s), 2);
+}
+
+TEST(admission_label_expressions)
+{
+	SchedLabel	items[] = {{"arch", "x86_64"}, {"cores", "16"}, {"driver", "535.104.05"}, {"zone", "eu-1"}};
+	static const char *const arches[] = {"arm64", "x86_64"};
+	static const char *const arm[] = {"arm64"};
+	static const char *const us1[] = {"us-1"};
+	static const char *const eu1[] = {"eu-1"};
+	static const SchedVersionBound r535[] = {VB(GE, 535), VB(LT, 536)};
+	static const SchedVersionBound ge536[] = {VB(GE, 536)};
+	SchedLabel	all[5];
+	SchedLabel	one[1];
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedReasonSet mismatch = BIT(REQUIRED_LABELS_MISMATCH);
+	struct
+	{
+		SchedLabel	req;
+		bool		node_ok;		/* with the node's labels */
+		bool		bare_ok;		/* on a node without labels */
+	}			exprs[14];
+	int			n = 0;
+	int			i;
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.labels = fx_labels(items, 4);
+	CHECK(sched_labels_sort(&c.labels));
+	CHECK_SET(sched_admission(&p, &c), 0);
+
+	exprs[n].req = lx_eq("arch", "x86_64"), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_list("arch", SCHED_LABEL_IN, arches, 2), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_list("arch", SCHED_LABEL_IN, arm, 1), exprs[n].node_ok = false, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_list("arch", SCHED_LABEL_NOT_IN, arm, 1), exprs[n].node_ok = true, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1), exprs[n].node_ok = false, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_list("rack", SCHED_LABEL_NOT_IN, us1, 1), exprs[n].node_ok = true, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_label("zone", SCHED_LABEL_EXISTS), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_label("gpu", SCHED_LABEL_NOT_EXISTS), exprs[n].node_ok = true, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_label("zone", SCHED_LABEL_NOT_EXISTS), exprs[n].node_ok = false, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_num("cores", SCHED_LABEL_GT, 8), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_num("cores", SCHED_LABEL_GT, 16), exprs[n].node_ok = false, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_num("zone", SCHED_LABEL_LT, 5), exprs[n].node_ok = false, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_ver("driver", r535, 2), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_ver("driver", ge536, 1), exprs[n].node_ok = false, exprs[n++].bare_ok = false;
+
+	/* one expression at a time: only required_labels_mismatch, exactly when it fails */
+	p.required_labels = fx_labels(one, 1);
+	for (i = 0; i < n; i++)
+	{
+		one[0] = exprs[i].req;
+		c.labels = fx_labels(items, 4);
+		if (sched_admission(&p, &c) != (exprs[i].node_ok ? 0 : mismatch))
+			t_fail(__FILE__, __LINE__, "expression %d on \"%s\": reasons 0x%x, want %s", i,
+				   one[0].key, (unsigned) sched_admission(&p, &c), exprs[i].node_ok ? "none" : "mismatch");
+		CHECK_INT(sched_labels_first_unmet(&c.labels, &p.required_labels), exprs[i].node_ok ? -1 : 0);
+		c.labels = fx_labels(NULL, 0);
+		if (sched_admission(&p, &c) != (exprs[i].bare_ok ? 0 : mismatch))
+			t_fail(__FILE__, __LINE__, "expression %d on \"%s\", no labels: reasons 0x%x, want %s", i,
+				   one[0].key, (unsigned) sched_admission(&p, &c), exprs[i].bare_ok ? "none" : "mismatch");
+	}
+
+	/* together, in key order: all pass, then each failing one alone fails the node */
+	c.labels = fx_labels(items, 4);
+	all[0] = lx_list("arch", SCHED_LABEL_IN, arches, 2);
+	all[1] = lx_num("cores", SCHED_LABEL_GT, 8);
+	all[2] = lx_ver("driver", r535, 2);
+	all[3] = lx_label("gpu", SCHED_LABEL_NOT_EXISTS);
+	all[4] = lx_list("zone", SCHED_LABEL_NOT_IN, us1, 1);
+	p.required_labels = fx_labels(all, 5);
+	CHECK_SET(sched_admission(&p, &c), 0);
+	all[1] = lx_num("cores", SCHED_LABEL_GT, 16);		/* boundary: 16 is not > 16 */
+	CHECK_SET(sched_admission(&p, &c), mismatch);
+	CHECK_INT(sched_labels_first_unmet(&c.labels, &p.required_labels), 1);
+	all[1] = lx_num("cores", SCHED_LABEL_LT, 16.5);
+	CHECK_SET(sched_admission(&p, &c), 0);
+	all[2] = lx_ver("driver", ge536, 1);
+	CHECK_SET(sched_admission(&p, &c), mismatch);
+	all[2] = lx_ver("driver", r535, 2);
+	all[4] = lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1);
+	CHECK_SET(sched_admission(&p, &c), mismatch);
+	CHECK_INT(sched_labels_first_unmet(&c.labels, &p.required_labels), 4);
+	/* with another reason: both, nothing else */
+	c.cpu_millis = 0;
+	p.min_cpu_millis = 1;
+	CHECK_SET(sched_admission(&p, &c), mismatch | BIT(INSUFFICIENT_CPU));
+	all[4] = lx_list("zone", SCHED_LABEL_NOT_IN, us1, 1);
+	CHECK_SET(sched_admission(&p, &c), BIT(INSUFFICIENT_CPU));
+}
+
+TEST(preferred_labels_stay_plain)
+{
+	SchedLabel	items[] = {{"tier", "fast"}, {"zone", "eu-1"}};
+	SchedLabel	pref[2] = {{NULL, NULL}};
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedRanked r;
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.labels = fx_labels(items, 2);
+	/* equal values count, whatever op holds: preferences are plain labels */
+	pref[0] = lx_eq("tier", "fast");
+	pref[0].op = SCHED_LABEL_NOT_EXISTS;
+	pref[1] = lx_eq("zone", "us-1");
+	pref[1].op = SCHED_LABEL_NOT_IN;
+	p.preferred_labels = fx_labels(pref, 2);
+	CHECK_INT(sched_labels_matching(&c.labels, &p.preferred_labels), 1);
+	sched_score(&p, &c, &r);
+	CHECK_INT(r.preferred_matches, 1);
+	CHECK_SET(sched_admission(&p, &c), 0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -2611,6 +3500,18 @@ main(int argc, char **argv)
 	RUN(score_add_running);
 	RUN(labels_sort_and_get);
 	RUN(labels_sort_duplicate_key_is_false);
+	RUN(label_number_grammar);
+	RUN(label_expr_eq_in_not_in);
+	RUN(label_expr_exists);
+	RUN(label_expr_gt_lt);
+	RUN(version_parse);
+	RUN(version_cmp);
+	RUN(version_range_parse);
+	RUN(version_in_range);
+	RUN(label_expr_version);
+	RUN(labels_first_unmet_in_key_order);
+	RUN(admission_label_expressions);
+	RUN(preferred_labels_stay_plain);
 	RUN(count_reasons);
 	RUN(format_summary_exact_strings);
 	RUN(format_summary_truncation_like_snprintf);
