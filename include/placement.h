@@ -221,7 +221,8 @@ typedef struct SchedRanked
 #define SCHED_SCORE_PER_RUNNING_ATTEMPT 10000
 
 /* The score's spread term: this much less per live attempt of the request's spread_key
- * on the node (more than any weight adds, less than one preferred label). */
+ * on the node: as much as 100 of weight or ten running attempts, a tenth of one
+ * preferred label. */
 #define SCHED_SCORE_PER_SPREAD_MATCH 100000
 
 /*
@@ -259,8 +260,9 @@ extern int	sched_labels_first_unmet(const SchedLabelSet *have, const SchedLabelS
 /*
  * A label value as a number, for GT and LT: the whole string must be a decimal number,
  * -?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)? (no spaces, no sign "+", no hex, no inf or nan),
- * at most 64 bytes, within the range of a double (an overflow or underflow is not a
- * number).  Returns false when it is not.
+ * of any length, within the range of a double: a result that overflows to infinity or
+ * underflows to zero is not a number (as for PostgreSQL's float8 input, which reads it
+ * the same way; a subnormal result is a number).  Returns false when it is not.
  */
 extern bool sched_label_number(const char *s, double *out);
 
@@ -333,5 +335,38 @@ extern size_t sched_format_summary(char *buf, size_t cap, int nodes, int eligibl
 
 /* Adds the reasons of one node to per-code counts. */
 extern void sched_count_reasons(SchedReasonSet reasons, int counts[SCHED_R_COUNT]);
+
+/*
+ * Preemption (README, "Preemption").  A victim is a live attempt, of a preemptible request
+ * of lower priority than the preemptor's, on the node of a candidate.
+ */
+typedef struct SchedVictim
+{
+	int32_t		priority;		/* its request's */
+	int64_t		dispatched_at;	/* its age: among equal priorities the youngest goes */
+	bool		on_worker;		/* it holds a slot of the candidate's worker */
+	int64_t		reserve_cpu_millis;
+	int64_t		reserve_memory_mb;
+	int64_t		reserve_gpus;
+} SchedVictim;
+
+/*
+ * The victims to end on candidate c so that it admits p (Kubernetes' order): with all n
+ * victims removed, c must admit p, else -1 (nothing chosen).  Then the victims are
+ * reprieved one by one, the highest priority first (then the oldest, then the lower
+ * index), each kept when c still admits p without removing it.  Sets chosen[i] for the
+ * victims that go and returns how many: 0 when c admits p as it is.  `order` is the
+ * caller's scratch of n ints.  No allocation.
+ */
+extern int	sched_preemption_victims(const SchedPlacement *p, const SchedCandidate *c,
+									 const SchedVictim *victims, int n, int *order,
+									 bool *chosen);
+
+/*
+ * Which of two nodes a preemption takes (negative: a): the one with fewer victims, then
+ * the one whose highest victim priority is lower, then the smaller node_id bytewise.
+ */
+extern int	sched_preemption_cmp(int victims_a, int32_t top_priority_a, const char *node_a,
+								 int victims_b, int32_t top_priority_b, const char *node_b);
 
 #endif							/* PG_SCHED_PLACEMENT_H */

@@ -5,6 +5,7 @@
 #define PG_SCHED_SPI_UTIL_H
 
 #include "executor/spi.h"
+#include "utils/resowner.h"
 #include "utils/uuid.h"
 
 /*
@@ -48,6 +49,24 @@ extern bool sched_schema_is_0_2(void);
 extern Datum sched_spi_get(int row, int col, bool *isnull);
 extern char *sched_spi_text(int row, int col);	/* NULL when SQL NULL */
 extern int64 sched_spi_int64(int row, int col); /* 0 when SQL NULL */
+
+/* A one-dimensional array of n values of `type` (no NULLs), for a statement's parameter. */
+extern Datum sched_array_of(Datum *elems, int n, Oid type);
+
+/*
+ * An internal subtransaction (for a placement that is all or nothing: a gang, a
+ * preemption) that keeps the caller's memory context and resource owner: what is
+ * allocated in it survives its rollback; SPI results do not.
+ */
+typedef struct SchedSubxact
+{
+	MemoryContext cxt;
+	ResourceOwner owner;
+} SchedSubxact;
+
+extern void sched_subxact_begin(SchedSubxact *s);
+/* Commits it (keep) or rolls it back, releasing every lock taken in it. */
+extern void sched_subxact_end(SchedSubxact *s, bool keep);
 
 /* The uuid of an array of 16 bytes, formatted. */
 extern char *sched_uuid_out(const pg_uuid_t *u);

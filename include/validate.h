@@ -75,6 +75,13 @@ typedef struct SchedRequestRow
 	TimestampTz available_at;
 	char	   *avoid_node_id;	/* NULL: none */
 	char	   *last_reason;	/* NULL: none */
+	bool		in_gang;		/* a member of gang gang_id (0.2.0) */
+	pg_uuid_t	gang_id;
+	int32		priority;		/* 0.2.0 (0 at 0.1.0) */
+	bool		preemptible;
+	char	   *held_node_id;	/* capacity held for it by its preemption (NULL: none) */
+	pg_uuid_t	held_worker_id;
+	TimestampTz held_until;
 } SchedRequestRow;
 
 /* How a row is read: no lock, FOR UPDATE, or FOR UPDATE SKIP LOCKED. */

@@ -486,3 +486,96 @@ sched_format_summary(char *buf, size_t cap, int nodes, int eligible,
 #undef APPEND
 	return len;
 }
+
+/* c with the victims marked in `removed` gone */
+static SchedCandidate
+without_victims(const SchedCandidate *c, const SchedVictim *v, int n, const bool *removed)
+{
+	SchedCandidate r = *c;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (!removed[i])
+			continue;
+		r.node_live_attempts--;
+		if (v[i].on_worker)
+			r.worker_live_attempts--;
+		r.reserved_cpu_millis -= v[i].reserve_cpu_millis;
+		r.reserved_memory_mb -= v[i].reserve_memory_mb;
+		r.reserved_gpus -= v[i].reserve_gpus;
+	}
+	return r;
+}
+
+/* Sorts victim indexes into reprieve order: the highest priority first, then the oldest
+ * (smallest dispatched_at), then the index (insertion sort: stable, no allocation). */
+static void
+sort_reprieve(const SchedVictim *victims, int *order, int n)
+{
+	int			i;
+	int			j;
+
+	for (i = 1; i < n; i++)
+	{
+		int			x = order[i];
+
+		for (j = i - 1; j >= 0; j--)
+		{
+			const SchedVictim *a = &victims[order[j]];
+			const SchedVictim *b = &victims[x];
+			bool		after = a->priority < b->priority ||
+				(a->priority == b->priority && a->dispatched_at > b->dispatched_at) ||
+				(a->priority == b->priority && a->dispatched_at == b->dispatched_at && order[j] > x);
+
+			if (!after)
+				break;
+			order[j + 1] = order[j];
+		}
+		order[j + 1] = x;
+	}
+}
+
+int
+sched_preemption_victims(const SchedPlacement *p, const SchedCandidate *c,
+						 const SchedVictim *victims, int n, int *order, bool *chosen)
+{
+	SchedCandidate without;
+	int			count = n;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		chosen[i] = true;
+		order[i] = i;
+	}
+	without = without_victims(c, victims, n, chosen);
+	if (sched_admission(p, &without) != 0)
+	{
+		for (i = 0; i < n; i++)
+			chosen[i] = false;
+		return -1;
+	}
+	sort_reprieve(victims, order, n);
+	for (i = 0; i < n; i++)
+	{
+		chosen[order[i]] = false;
+		without = without_victims(c, victims, n, chosen);
+		if (sched_admission(p, &without) != 0)
+			chosen[order[i]] = true;	/* needed: it goes */
+		else
+			count--;
+	}
+	return count;
+}
+
+int
+sched_preemption_cmp(int victims_a, int32_t top_priority_a, const char *node_a,
+					 int victims_b, int32_t top_priority_b, const char *node_b)
+{
+	if (victims_a != victims_b)
+		return victims_a < victims_b ? -1 : 1;
+	if (top_priority_a != top_priority_b)
+		return top_priority_a < top_priority_b ? -1 : 1;
+	return strcmp(node_a, node_b);
+}

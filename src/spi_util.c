@@ -6,7 +6,9 @@
 
 #include "spi_util.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
+#include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
@@ -127,4 +129,35 @@ char *
 sched_uuid_out(const pg_uuid_t *u)
 {
 	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(u)));
+}
+
+Datum
+sched_array_of(Datum *elems, int n, Oid type)
+{
+	int16		len;
+	bool		byval;
+	char		align;
+
+	get_typlenbyvalalign(type, &len, &byval, &align);
+	return PointerGetDatum(construct_array(elems, Max(n, 0), type, len, byval, align));
+}
+
+void
+sched_subxact_begin(SchedSubxact *s)
+{
+	s->cxt = CurrentMemoryContext;
+	s->owner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(s->cxt);
+}
+
+void
+sched_subxact_end(SchedSubxact *s, bool keep)
+{
+	if (keep)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(s->cxt);
+	CurrentResourceOwner = s->owner;
 }

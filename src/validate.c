@@ -52,6 +52,39 @@ sched_check_time(TimestampTz t, const char *parameter)
 				 errdetail("Times must be finite, from 1900-01-01 to 9999-12-31 UTC.")));
 }
 
+/* ERROR unless labels is a JSON object (22023: its values must be `of`) of at most
+ * SCHED_MAX_LABELS keys (54000). */
+static void
+check_label_map(Jsonb *labels, const char *parameter, const char *of, const char *hint)
+{
+	if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"%s\" must be a JSON object of %s", parameter, of),
+				 errdetail("Got a JSON %s.",
+						   JB_ROOT_IS_SCALAR(labels) ? "scalar" :
+						   JB_ROOT_IS_ARRAY(labels) ? "array" : "value"),
+				 errhint("%s", hint)));
+	if (JB_ROOT_COUNT(labels) > SCHED_MAX_LABELS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"%s\" has too many labels: %d", parameter,
+						(int) JB_ROOT_COUNT(labels)),
+				 errdetail("The limit is %d labels.", SCHED_MAX_LABELS)));
+}
+
+/* ERROR 54000 when a label key is beyond SCHED_MAX_LABEL_KEY_BYTES. */
+static void
+check_label_key(const JsonbValue *key, const char *parameter)
+{
+	if (key->val.string.len > SCHED_MAX_LABEL_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"%s\" has a label key of %d bytes", parameter,
+						key->val.string.len),
+				 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_KEY_BYTES)));
+}
+
 void
 sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out)
 {
@@ -63,37 +96,18 @@ sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out
 
 	out->count = 0;
 	out->items = NULL;
-	if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
-	{
-		if (parameter == NULL)
-			return;
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parameter \"%s\" must be a JSON object of strings", parameter),
-				 errdetail("Got a JSON %s.",
-						   JB_ROOT_IS_SCALAR(labels) ? "scalar" :
-						   JB_ROOT_IS_ARRAY(labels) ? "array" : "value"),
-				 errhint("Pass labels like '{\"tier\": \"fast\"}'.")));
-	}
-
-	if (parameter != NULL && JB_ROOT_COUNT(labels) > SCHED_MAX_LABELS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("parameter \"%s\" has too many labels: %d", parameter,
-						(int) JB_ROOT_COUNT(labels)),
-				 errdetail("The limit is %d labels.", SCHED_MAX_LABELS)));
+	if (parameter != NULL)
+		check_label_map(labels, parameter, "strings", "Pass labels like '{\"tier\": \"fast\"}'.");
+	else if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
+		return;
 	out->items = palloc(sizeof(SchedLabel) * Max(JB_ROOT_COUNT(labels), 1));
 	it = JsonbIteratorInit(&labels->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		if (tok == WJB_KEY)
 		{
-			if (parameter != NULL && v.val.string.len > SCHED_MAX_LABEL_KEY_BYTES)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("parameter \"%s\" has a label key of %d bytes", parameter,
-								v.val.string.len),
-						 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_KEY_BYTES)));
+			if (parameter != NULL)
+				check_label_key(&v, parameter);
 			key = pnstrdup(v.val.string.val, v.val.string.len);
 		}
 		else if (tok == WJB_VALUE)
@@ -265,32 +279,15 @@ sched_required_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabe
 	char	   *key = NULL;
 	int			n = 0;
 
-	if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parameter \"%s\" must be a JSON object of strings or expressions", parameter),
-				 errdetail("Got a JSON %s.",
-						   JB_ROOT_IS_SCALAR(labels) ? "scalar" :
-						   JB_ROOT_IS_ARRAY(labels) ? "array" : "value"),
-				 errhint("Pass labels like '{\"tier\": \"fast\", \"zone\": {\"in\": [\"a\", \"b\"]}}'.")));
-	if (JB_ROOT_COUNT(labels) > SCHED_MAX_LABELS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("parameter \"%s\" has too many labels: %d", parameter,
-						(int) JB_ROOT_COUNT(labels)),
-				 errdetail("The limit is %d labels.", SCHED_MAX_LABELS)));
+	check_label_map(labels, parameter, "strings or expressions",
+					"Pass labels like '{\"tier\": \"fast\", \"zone\": {\"in\": [\"a\", \"b\"]}}'.");
 	out->items = palloc0(sizeof(SchedLabel) * Max(JB_ROOT_COUNT(labels), 1));
 	it = JsonbIteratorInit(&labels->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		if (tok == WJB_KEY)
 		{
-			if (v.val.string.len > SCHED_MAX_LABEL_KEY_BYTES)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("parameter \"%s\" has a label key of %d bytes", parameter,
-								v.val.string.len),
-						 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_KEY_BYTES)));
+			check_label_key(&v, parameter);
 			key = pnstrdup(v.val.string.val, v.val.string.len);
 		}
 		else if (tok == WJB_VALUE)
@@ -589,7 +586,8 @@ enum
 	RQ_PREFERRED, RQ_MIN_CPU, RQ_MIN_MEM, RQ_MIN_GPUS, RQ_RES_CPU, RQ_RES_MEM, RQ_RES_GPUS,
 	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID, RQ_LAST_REASON,
 	/* 0.2.0 */
-	RQ_SPREAD_KEY
+	RQ_SPREAD_KEY, RQ_GANG_ID, RQ_PRIORITY, RQ_PREEMPTIBLE, RQ_HELD_NODE_ID, RQ_HELD_WORKER_ID,
+	RQ_HELD_UNTIL
 };
 
 /* Columns of 0.1.0 (a database not yet updated is served too: dispatch_attempt,
@@ -607,7 +605,8 @@ enum
 	"       r.claim_id, r.claimed_until, r.tries, r.capability, r.capability_version, " \
 	"       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb, " \
 	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
-	"       r.available_at, r.avoid_node_id, r.last_reason, r.spread_key " \
+	"       r.available_at, r.avoid_node_id, r.last_reason, r.spread_key, r.gang_id, " \
+	"       r.priority, r.preemptible, r.held_node_id, r.held_worker_id, r.held_until " \
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 
 static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}};
@@ -672,6 +671,21 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 		row->available_at = DatumGetTimestampTz(sched_spi_get(0, RQ_AVAILABLE_AT, &isnull));
 		row->avoid_node_id = sched_spi_text(0, RQ_AVOID_NODE_ID);
 		row->last_reason = sched_spi_text(0, RQ_LAST_REASON);
+		if (v0_2)
+		{
+			d = sched_spi_get(0, RQ_GANG_ID, &isnull);
+			row->in_gang = !isnull;
+			if (!isnull)
+				row->gang_id = *DatumGetUUIDP(d);
+			row->priority = (int32) sched_spi_int64(0, RQ_PRIORITY);
+			row->preemptible = DatumGetBool(sched_spi_get(0, RQ_PREEMPTIBLE, &isnull));
+			row->held_node_id = sched_spi_text(0, RQ_HELD_NODE_ID);
+			if (row->held_node_id != NULL)
+			{
+				row->held_worker_id = *DatumGetUUIDP(sched_spi_get(0, RQ_HELD_WORKER_ID, &isnull));
+				row->held_until = DatumGetTimestampTz(sched_spi_get(0, RQ_HELD_UNTIL, &isnull));
+			}
+		}
 	}
 	return true;
 }

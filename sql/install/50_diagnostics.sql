@@ -189,14 +189,27 @@ SELECT r.request_id,
        r.tries,
        greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END),
        r.state,
-       -- a reached limit first (it holds the request back whatever the fleet), then the fleet
-       CASE WHEN l.reason IS NULL THEN x.explanation ELSE l.reason || '; ' || x.explanation END,
-       CASE WHEN l.reason IS NOT NULL AND x.blocked <> 'static' THEN 'transient' ELSE x.blocked END,
+       -- a reached limit first (it holds the request back whatever the fleet), then its
+       -- gang (members missing, or what its last try found), then the fleet
+       concat_ws('; ', l.reason, gx.reason,
+                 CASE WHEN r.held_node_id IS NOT NULL THEN
+                      format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
+                             r.held_node_id, r.held_until) END,
+                 x.explanation),
+       CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
+            WHEN (l.reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
+            ELSE x.blocked END,
        r.node_id,
        r.last_reason
   FROM sched.request r
   JOIN sched.pending_explanations($1) x ON x.request_id = r.request_id
   LEFT JOIN sched.limit_explanations($1) l ON l.request_id = r.request_id
+  LEFT JOIN sched.gang g ON g.gang_id = r.gang_id
+  LEFT JOIN LATERAL (
+       SELECT CASE WHEN count(*) < g.gang_size
+                   THEN format('gang_incomplete: gang %s has %s of %s members submitted', g.gang_id, count(*), g.gang_size)
+                   WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END AS reason
+         FROM sched.request m WHERE m.gang_id = g.gang_id) gx ON g.gang_id IS NOT NULL
  ORDER BY r.queued_at, r.request_id;
 END
 $$;
@@ -571,6 +584,20 @@ BEGIN
                               ELSE 'in ' || sched.format_duration(r.available_at - at) END);
     out := out || format('  requires: %s; prefers: %s%s', r.required_labels, r.preferred_labels,
                          CASE WHEN r.spread_key IS NOT NULL THEN format('; spread key %s', r.spread_key) ELSE '' END);
+    IF r.held_node_id IS NOT NULL THEN
+        out := out || format('  waits for preemption to complete: room on node %s (worker %s) held for it until %s',
+                             r.held_node_id, r.held_worker_id, r.held_until);
+    END IF;
+    IF r.preemptible THEN
+        out := out || '  preemptible: a request of higher priority may end its attempts'::text;
+    END IF;
+    IF r.gang_id IS NOT NULL THEN
+        out := out || (SELECT format('  gang %s: %s of %s members submitted%s, placed together or not at all%s',
+                                     g.gang_id, (SELECT count(*) FROM sched.request m WHERE m.gang_id = g.gang_id),
+                                     g.gang_size, CASE WHEN g.distinct_nodes THEN ', each on its own node' ELSE '' END,
+                                     CASE WHEN g.placed_at IS NOT NULL THEN format('; placed at %s', g.placed_at) ELSE '' END)
+                         FROM sched.gang g WHERE g.gang_id = r.gang_id);
+    END IF;
     out := out || format('  minimum: cpu %s, memory %s MB, gpus %s; reserves: cpu %s, memory %s MB, gpus %s',
                          sched.format_cpus(r.min_cpu_millis), r.min_memory_mb, r.min_gpus,
                          sched.format_cpus(r.reserve_cpu_millis), r.reserve_memory_mb, r.reserve_gpus);

@@ -101,7 +101,8 @@ ALTER FUNCTION sched.set_concurrency_limit(text, int) SECURITY DEFINER;
 ALTER FUNCTION sched.set_rate_limit(text, int, interval) SECURITY DEFINER;
 ALTER FUNCTION sched.set_tenant_quota(text, int, int, bigint, int) SECURITY DEFINER;
 ALTER FUNCTION sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint,
-                            int, int, bigint, int, text, int, timestamptz, jsonb, text, text) SECURITY DEFINER;
+                            int, int, bigint, int, text, int, timestamptz, jsonb, text, text, uuid, int,
+                            boolean, boolean) SECURITY DEFINER;
 ALTER FUNCTION sched.claim_requests(int, interval, text, text, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.dispatch_attempt(bigint, uuid, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.dispatch_next(int, text, text, timestamptz) SECURITY DEFINER;
@@ -150,7 +151,8 @@ TO sched_observer;
 -- sched_scheduler: the queue and dispatch
 GRANT EXECUTE ON FUNCTION
     sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint, int, int,
-                 bigint, int, text, int, timestamptz, jsonb, text, text),
+                 bigint, int, text, int, timestamptz, jsonb, text, text, uuid, int, boolean,
+                 boolean),
     sched.claim_requests(int, interval, text, text, timestamptz),
     sched.dispatch_attempt(bigint, uuid, timestamptz),
     sched.dispatch_next(int, text, text, timestamptz),

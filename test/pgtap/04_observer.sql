@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(87);
+SELECT plan(88);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -69,7 +69,7 @@ INSERT INTO write_fn VALUES
   ('uncordon_worker', '{uuid}'),
   ('set_tenant_weight', '{text,integer}'),
   ('set_tenant_owner', '{text,regrole}'),
-  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone",jsonb,text,text}'),
+  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone",jsonb,text,text,uuid,integer,boolean,boolean}'),
   ('set_concurrency_limit', '{text,integer}'),
   ('set_rate_limit', '{text,integer,interval}'),
   ('set_tenant_quota', '{text,integer,integer,bigint,integer}'),
@@ -97,12 +97,12 @@ SELECT schema_privs_are('sched', 'sched_observer', ARRAY['USAGE']);
 -- the tables and views operators read: exactly SELECT each
 SELECT tables_are('sched', ARRAY['node', 'worker', 'tenant', 'execution', 'request',
                                  'attempt', 'command', 'timeline', 'tenant_live',
-                                 'concurrency_limit', 'rate_limit', 'tenant_quota']);
+                                 'concurrency_limit', 'rate_limit', 'tenant_quota', 'gang']);
 SELECT views_are('sched', ARRAY['node_overview', 'pending', 'queue_stats', 'attempt_overview',
                                'dispatch_stats']);
 SELECT table_privs_are('sched', t, 'sched_observer', ARRAY['SELECT'])
   FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command',
-                    'timeline', 'tenant_live', 'concurrency_limit', 'rate_limit', 'tenant_quota',
+                    'timeline', 'tenant_live', 'concurrency_limit', 'rate_limit', 'tenant_quota', 'gang',
                     'node_overview', 'pending', 'queue_stats', 'attempt_overview', 'dispatch_stats']) t;
 -- and whatever relation exists in the schema (a table added later included)
 SELECT is_empty($$

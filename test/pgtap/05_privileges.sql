@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(918);
+SELECT plan(953);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -171,7 +171,7 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.format_label_expression(text,jsonb)', 'sched_observer', $$SELECT sched.format_label_expression('a', '{"in": ["x"]}')$$, '00000'),
   ('sched.format_duration(interval)', 'sched_observer', $$SELECT sched.format_duration('90 s')$$, '00000'),
   -- sched_scheduler: queue, dispatch, close
-  ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text)',
+  ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)',
    'sched_scheduler', $$SELECT sched.submit('c1000000-0000-4000-8000-0000000000e9', 'c1000000-0000-4000-8000-000000000059', 'm-cap', '1.0')$$, '00000'),
   ('sched.claim_requests(int,interval,text,text,timestamptz)',
    'sched_scheduler', $$SELECT * FROM sched.claim_requests()$$, '00000'),
@@ -321,8 +321,8 @@ SELECT format(s.tpl, c.relname), c.relname
  CROSS JOIN (VALUES ('SELECT nextval(''sched.%I'')'), ('SELECT setval(''sched.%I'', 1)')) s(tpl)
  WHERE c.relnamespace = 'sched'::regnamespace AND c.relkind = 'S';
 GRANT SELECT ON rel_write TO PUBLIC;
-SELECT is((SELECT count(*)::int FROM rel_write), 90,
-          '12 tables x 7 writes or locks, and 3 sequences x 2 calls, to refuse');
+SELECT is((SELECT count(*)::int FROM rel_write), 97,
+          '13 tables x 7 writes or locks, and 3 sequences x 2 calls, to refuse');
 
 \set refuse_writes 'SELECT throws_ok(w.sql, ''42501'', CASE WHEN current_user = ''t_nobody'' THEN ''permission denied for schema sched'' WHEN w.sql LIKE ''%val(%'' THEN ''permission denied for sequence '' || w.rel ELSE ''permission denied for table '' || w.rel END, format(''%s cannot %s'', current_user, w.sql)) FROM rel_write w ORDER BY w.sql'
 SET ROLE t_observer;
