@@ -1,9 +1,10 @@
 /*
  * test_placement.c — stand-alone unit and property tests of the pure placement core
  * (include/placement.h, src/placement.c): admission reasons, suppression, scoring,
- * ranking, label maps, label expressions (operators, numbers, versions and version
- * ranges, as the header documents them) and the "why is it waiting" summary (SPEC
- * sections 3 and 4).
+ * ranking, the spread term, the choice of preemption victims and of the node to preempt
+ * on, label maps, label expressions (operators, numbers, versions and version ranges,
+ * as the header documents them) and the "why is it waiting" summary (SPEC sections 3
+ * and 4).
  *
  * Built and run by `make unit`:
  *
@@ -1618,8 +1619,6 @@ sign(int v)
 	return (v > 0) - (v < 0);
 }
 
-/* A held candidate (concurrent reservations on its node, inflight.c) ranks after every
- * candidate that is not, whatever the scores; among held ones, the usual order. */
 /* The fleet's verdict: any node that admits wins; else any node held back only by
  * transient reasons makes it wait for capacity; else it is static.  Order-independent. */
 TEST(verdict_add)
@@ -1649,6 +1648,8 @@ TEST(verdict_add)
 					  sched_verdict_add(sched_verdict_add(SCHED_VERDICT_STATIC, all[j]), all[i]));
 }
 
+/* A held candidate (concurrent reservations on its node, inflight.c) ranks after every
+ * candidate that is not, whatever the scores; among held ones, the usual order. */
 TEST(ranking_held_candidates_last)
 {
 	SchedRanked a,
@@ -1757,6 +1758,755 @@ TEST(ranking_ties_by_node_id_bytewise)
 	CHECK_STR(arr[0].node_id, "only");
 	CHECK_INT(arr[0].index, 9);
 	CHECK_INT(sign(sched_ranked_cmp(&arr[0], &arr[0])), 0);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Spread (the score's fourth term)                                                     */
+/* ------------------------------------------------------------------------------------ */
+
+/* A candidate scored by sched_score() into a record filled with garbage first. */
+static SchedRanked
+scored(const SchedPlacement *p, const SchedCandidate *c, int index)
+{
+	SchedRanked r;
+
+	memset(&r, 0x5a, sizeof r);
+	sched_score(p, c, &r);
+	r.index = index;
+	return r;
+}
+
+/* sched_score leaves the term 0; each match is -100,000 and touches nothing else. */
+TEST(spread_term_score)
+{
+	SchedLabel labels[] = {{"tier", "fast"}, {"zone", "eu"}};
+	SchedLabel pref[] = {{"tier", "fast"}, {"zone", "eu"}};
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedRanked r,
+				before;
+
+	CHECK_INT(SCHED_SCORE_PER_SPREAD_MATCH, 100000);
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	r = scored(&p, &c, 3);
+	CHECK_INT(r.spread_matches, 0);	/* set, not left as the 0x5a garbage */
+	CHECK_INT(r.score, 100000);
+	CHECK(!r.held);
+
+	before = r;
+	sched_score_add_spread(&r, 1);
+	CHECK_INT(r.spread_matches, 1);
+	CHECK_INT(r.score, 0);
+	sched_score_add_spread(&r, 2);
+	CHECK_INT(r.spread_matches, 3);
+	CHECK_INT(r.score, -200000);
+	sched_score_add_spread(&r, 0);
+	CHECK_INT(r.spread_matches, 3);
+	CHECK_INT(r.score, -200000);
+	/* nothing else moves */
+	CHECK_INT(r.index, 3);
+	CHECK(r.node_id == before.node_id);
+	CHECK_INT(r.preferred_matches, before.preferred_matches);
+	CHECK_INT(r.weight, before.weight);
+	CHECK_INT(r.running_attempts, before.running_attempts);
+	CHECK(r.held == before.held);
+
+	/* the whole formula: 2 x 1,000,000 - 2 x 100,000 + 150 x 1,000 - 3 x 10,000 */
+	p.preferred_labels = fx_labels(pref, 2);
+	c.labels = fx_labels(labels, 2);
+	c.weight = 150;
+	c.node_live_attempts = 3;
+	r = scored(&p, &c, 0);
+	CHECK_INT(r.spread_matches, 0);
+	CHECK_INT(r.score, 2150000 - 30000);
+	sched_score_add_spread(&r, 2);
+	CHECK_INT(r.score, 1920000);
+	CHECK_INT(r.preferred_matches, 2);
+	CHECK_INT(r.weight, 150);
+	CHECK_INT(r.running_attempts, 3);
+	CHECK_INT(r.spread_matches, 2);
+
+	/* large counts stay exact in 64 bits */
+	fx_candidate(&c, "node-a");
+	p.preferred_labels = fx_labels(pref, 0);
+	r = scored(&p, &c, 0);
+	sched_score_add_spread(&r, INT32_MAX);
+	CHECK_INT(r.spread_matches, INT32_MAX);
+	CHECK(r.score == 100000 - (int64_t) INT32_MAX * 100000);
+}
+
+/* README "Spread": n2 90000 = 0 - 0 + 100,000 - 10,000; n3 -10000 = 0 - 100,000 + 100,000
+ * - 10,000.  The two additions commute and each counts only its own term. */
+TEST(spread_with_add_running)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedRanked n2,
+				n3,
+				x,
+				y;
+
+	fx_placement(&p);
+	fx_candidate(&c, "n2");
+	c.node_live_attempts = 1;
+	n2 = scored(&p, &c, 0);
+	fx_candidate(&c, "n3");
+	c.node_live_attempts = 1;
+	n3 = scored(&p, &c, 1);
+	sched_score_add_spread(&n3, 1);
+	CHECK_INT(n2.score, 90000);
+	CHECK_INT(n3.score, -10000);
+	CHECK_INT(n3.running_attempts, 1);	/* the key's attempt is one of the node's */
+	CHECK_INT(n3.spread_matches, 1);
+
+	/* add_running then add_spread, and the other way round */
+	x = n2;
+	sched_score_add_running(&x, 2);
+	CHECK_INT(x.score, 70000);
+	CHECK_INT(x.spread_matches, 0);
+	sched_score_add_spread(&x, 1);
+	CHECK_INT(x.score, -30000);
+	y = n2;
+	sched_score_add_spread(&y, 1);
+	CHECK_INT(y.score, -10000);
+	CHECK_INT(y.running_attempts, 1);
+	sched_score_add_running(&y, 2);
+	CHECK_INT(y.score, -30000);
+	CHECK_INT(x.running_attempts, 3);
+	CHECK_INT(y.running_attempts, 3);
+	CHECK_INT(x.spread_matches, 1);
+	CHECK_INT(y.spread_matches, 1);
+}
+
+/* Two candidates in ranking order: the first one's node_id, or NULL if they compare
+ * equal (or the comparator is not antisymmetric). */
+static const char *
+first_of(const SchedRanked *a, const SchedRanked *b)
+{
+	int			ab = sign(sched_ranked_cmp(a, b));
+	int			ba = sign(sched_ranked_cmp(b, a));
+
+	if (ab == 0 || ab != -ba)
+		return NULL;
+	return ab < 0 ? a->node_id : b->node_id;
+}
+
+/* What spread changes in the order, and what outweighs it (README: a preferred label is
+ * worth ten attempts of the key; one attempt of the key outweighs a weight difference
+ * below 100 and ten running attempts). */
+TEST(spread_changes_ranking)
+{
+	SchedLabel tier_fast[] = {{"tier", "fast"}};
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedRanked a,
+				b,
+				arr[5];
+
+	fx_placement(&p);
+
+	/* equal nodes: node_id decides, unless the first has the key */
+	fx_candidate(&c, "a");
+	a = scored(&p, &c, 0);
+	fx_candidate(&c, "b");
+	b = scored(&p, &c, 1);
+	CHECK_STR(first_of(&a, &b), "a");
+	sched_score_add_spread(&a, 1);
+	CHECK_STR(first_of(&a, &b), "b");
+	sched_score_add_spread(&b, 1);
+	CHECK_STR(first_of(&a, &b), "a");	/* one each: a tie again */
+	sched_score_add_spread(&b, 1);
+	CHECK_STR(first_of(&a, &b), "a");
+
+	/* weight: heavier by 99 loses to one attempt of the key, by 100 ties, by 101 wins */
+	fx_candidate(&c, "light");
+	b = scored(&p, &c, 1);			/* 100,000 */
+	fx_candidate(&c, "heavy");
+	c.weight = 199;
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 1);	/* 99,000 */
+	CHECK_INT(a.score, 99000);
+	CHECK_STR(first_of(&a, &b), "light");
+	c.weight = 200;
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 1);	/* 100,000: tie, "heavy" < "light" */
+	CHECK_INT(a.score, 100000);
+	CHECK_STR(first_of(&a, &b), "heavy");
+	c.weight = 201;
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 1);
+	CHECK_STR(first_of(&a, &b), "heavy");
+
+	/* running attempts: one attempt of the key weighs ten running attempts */
+	fx_candidate(&c, "keyed");
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 1);	/* 0 */
+	fx_candidate(&c, "busy");
+	c.node_live_attempts = 9;
+	b = scored(&p, &c, 1);			/* 10,000 */
+	CHECK_STR(first_of(&a, &b), "busy");
+	c.node_live_attempts = 10;
+	b = scored(&p, &c, 1);			/* 0: tie, "busy" < "keyed" */
+	CHECK_STR(first_of(&a, &b), "busy");
+	c.node_live_attempts = 11;
+	b = scored(&p, &c, 1);
+	CHECK_STR(first_of(&a, &b), "keyed");
+	/* running attempts added for concurrent reservations count as the node's */
+	c.node_live_attempts = 9;
+	b = scored(&p, &c, 1);
+	sched_score_add_running(&b, 2);	/* -10,000 */
+	CHECK_STR(first_of(&a, &b), "keyed");
+
+	/* a preferred label outweighs nine attempts of the key, ties with ten */
+	p.preferred_labels = fx_labels(tier_fast, 1);
+	fx_candidate(&c, "pref");
+	c.labels = fx_labels(tier_fast, 1);
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 9);	/* 1,000,000 - 900,000 + 100,000 */
+	CHECK_INT(a.score, 200000);
+	fx_candidate(&c, "plain");
+	b = scored(&p, &c, 1);
+	CHECK_STR(first_of(&a, &b), "pref");
+	sched_score_add_spread(&a, 1);	/* 100,000: tie, "plain" < "pref" */
+	CHECK_STR(first_of(&a, &b), "plain");
+	p.preferred_labels = fx_labels(tier_fast, 0);
+
+	/* held still goes last, whatever the spread */
+	fx_candidate(&c, "free");
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 50);
+	fx_candidate(&c, "held");
+	b = scored(&p, &c, 1);
+	b.held = true;
+	CHECK_STR(first_of(&a, &b), "free");
+
+	/* a fleet: without the key n1 < n2 < n3 < n4 (ties by id); with it the order below */
+	fx_candidate(&c, "n1");
+	arr[0] = scored(&p, &c, 0);
+	sched_score_add_spread(&arr[0], 2);	/* -100,000 */
+	fx_candidate(&c, "n2");
+	arr[1] = scored(&p, &c, 1);
+	sched_score_add_spread(&arr[1], 1);	/* 0 */
+	fx_candidate(&c, "n3");
+	c.node_live_attempts = 3;
+	arr[2] = scored(&p, &c, 2);		/* 70,000 */
+	fx_candidate(&c, "n4");
+	c.weight = 180;
+	c.node_live_attempts = 1;
+	arr[3] = scored(&p, &c, 3);
+	sched_score_add_spread(&arr[3], 1);	/* 180,000 - 100,000 - 10,000 = 70,000 */
+	fx_candidate(&c, "n5");
+	arr[4] = scored(&p, &c, 4);		/* 100,000 */
+	sched_rank(arr, 5);
+	CHECK_STR(arr[0].node_id, "n5");
+	CHECK_INT(arr[0].score, 100000);
+	CHECK_STR(arr[1].node_id, "n3");
+	CHECK_INT(arr[1].score, 70000);
+	CHECK_STR(arr[2].node_id, "n4");
+	CHECK_INT(arr[2].score, 70000);
+	CHECK_STR(arr[3].node_id, "n2");
+	CHECK_INT(arr[3].score, 0);
+	CHECK_STR(arr[4].node_id, "n1");
+	CHECK_INT(arr[4].score, -100000);
+	CHECK_INT(arr[4].spread_matches, 2);
+	CHECK_INT(arr[4].index, 0);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Preemption                                                                           */
+/* ------------------------------------------------------------------------------------ */
+
+static SchedVictim
+mk_victim(int32_t priority, int64_t dispatched_at, bool on_worker, int64_t cpu, int64_t mem,
+		  int64_t gpus)
+{
+	SchedVictim v;
+
+	memset(&v, 0, sizeof v);
+	v.priority = priority;
+	v.dispatched_at = dispatched_at;
+	v.on_worker = on_worker;
+	v.reserve_cpu_millis = cpu;
+	v.reserve_memory_mb = mem;
+	v.reserve_gpus = gpus;
+	return v;
+}
+
+#define T_MAX_VICTIMS 16
+
+/*
+ * sched_preemption_victims with chosen[] and order[] full of garbage first: it must
+ * return want_count and choose exactly the victims of bit mask want_mask (bit i for
+ * victim i; 0 when -1), as many as it returns, and change neither p, c nor the victims.
+ */
+static void
+t_check_victims(const char *file, int line, const SchedPlacement *p, const SchedCandidate *c,
+				const SchedVictim *v, int n, int want_count, unsigned want_mask)
+{
+	SchedPlacement p0 = *p;
+	SchedCandidate c0 = *c;
+	SchedVictim v0[T_MAX_VICTIMS];
+	int			order[T_MAX_VICTIMS];
+	bool		chosen[T_MAX_VICTIMS];
+	unsigned	mask = 0;
+	int			nchosen = 0;
+	int			got;
+	int			i;
+
+	if (n > T_MAX_VICTIMS)
+	{
+		t_fail(file, line, "too many victims for the helper");
+		return;
+	}
+	memcpy(v0, v, sizeof(SchedVictim) * (size_t) n);
+	for (i = 0; i < n; i++)
+	{
+		chosen[i] = (i % 2) == 0;
+		order[i] = -1000 - i;
+	}
+	got = sched_preemption_victims(p, c, v, n, order, chosen);
+	for (i = 0; i < n; i++)
+		if (chosen[i])
+		{
+			mask |= 1u << i;
+			nchosen++;
+		}
+	if (got != want_count || mask != want_mask)
+		t_fail(file, line, "sched_preemption_victims returned %d choosing 0x%x, want %d choosing 0x%x",
+			   got, mask, want_count, want_mask);
+	if (got >= 0 && nchosen != got)
+		t_fail(file, line, "returned %d but chose %d", got, nchosen);
+	if (memcmp(&p0, p, sizeof p0) != 0 || memcmp(&c0, c, sizeof c0) != 0 ||
+		memcmp(v0, v, sizeof(SchedVictim) * (size_t) n) != 0)
+		t_fail(file, line, "an input was changed");
+}
+
+#define CHECK_VICTIMS(p, c, v, n, want_count, want_mask) \
+	t_check_victims(__FILE__, __LINE__, (p), (c), (v), (n), (want_count), (want_mask))
+
+/* c with the victims of mask removed, as the callers' counters would be after they end. */
+static SchedCandidate
+t_without(const SchedCandidate *c, const SchedVictim *v, int n, unsigned mask)
+{
+	SchedCandidate r = *c;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (mask & (1u << i))
+		{
+			r.node_live_attempts--;
+			r.worker_live_attempts -= v[i].on_worker ? 1 : 0;
+			r.reserved_cpu_millis -= v[i].reserve_cpu_millis;
+			r.reserved_memory_mb -= v[i].reserve_memory_mb;
+			r.reserved_gpus -= v[i].reserve_gpus;
+		}
+	return r;
+}
+
+/* The reasons c has for p once the victims of mask are gone. */
+static SchedReasonSet
+t_admission_without(const SchedPlacement *p, const SchedCandidate *c, const SchedVictim *v, int n,
+					unsigned mask)
+{
+	SchedCandidate w = t_without(c, v, n, mask);
+
+	return sched_admission(p, &w);
+}
+
+/* -1, nothing chosen, when even all victims gone leave c refusing p: too little freed,
+ * a static reason, a slot only other workers' victims hold, no victims at all. */
+TEST(preempt_all_removed_must_admit)
+{
+	SchedLabel eu[] = {{"zone", "eu"}};
+	SchedPlacement p;
+	SchedCandidate c,
+				c2;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 3000;
+	c.slots = 4;
+	c.worker_live_attempts = 2;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 4000;	/* 500 + 1000 + 1500 + 1000 of attempts not victims */
+	v[0] = mk_victim(1, 100, true, 500, 0, 0);
+	v[1] = mk_victim(2, 200, true, 1000, 0, 0);
+	v[2] = mk_victim(3, 300, false, 1500, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(CPU_EXHAUSTED));
+
+	/* two victims free 1,500 of the 3,000 asked */
+	CHECK_VICTIMS(&p, &c, v, 2, -1, 0);
+	/* the third makes 3,000 exactly: all three are needed */
+	CHECK_VICTIMS(&p, &c, v, 3, 3, 0x7);
+	c2 = t_without(&c, v, 3, 0x7);
+	CHECK_SET(sched_admission(&p, &c2), 0);
+	c2 = t_without(&c, v, 3, 0x3);
+	CHECK_SET(sched_admission(&p, &c2), BIT(CPU_EXHAUSTED));
+
+	/* static reasons: no victim clears them */
+	p.min_cpu_millis = 4001;
+	CHECK_SET(t_admission_without(&p, &c, v, 3, 0x7), BIT(INSUFFICIENT_CPU));
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.min_cpu_millis = 0;
+	p.reserve_cpu_millis = 5000;	/* more than the node has, not just more than is free */
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.reserve_cpu_millis = 3000;
+
+	c2 = c;
+	c2.has_worker = false;			/* capability_missing: only other workers' attempts */
+	c2.worker_live_attempts = 0;
+	v[0].on_worker = v[1].on_worker = false;
+	CHECK_SET(t_admission_without(&p, &c2, v, 3, 0x7), BIT(CAPABILITY_MISSING));
+	CHECK_VICTIMS(&p, &c2, v, 3, -1, 0);
+	v[0].on_worker = v[1].on_worker = true;
+
+	c2 = c;
+	c2.management_status = SCHED_NODE_DRAINING;
+	CHECK_VICTIMS(&p, &c2, v, 3, -1, 0);
+	c2 = c;
+	c2.scheduling_status = SCHED_WORKER_CORDONED;
+	CHECK_VICTIMS(&p, &c2, v, 3, -1, 0);
+	c2 = c;
+	c2.last_heartbeat = p.heartbeat_cutoff - 1;
+	CHECK_VICTIMS(&p, &c2, v, 3, -1, 0);
+	p.pin_node_id = "node-b";
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.pin_node_id = "node-a";
+	CHECK_VICTIMS(&p, &c, v, 3, 3, 0x7);
+	p.pin_node_id = NULL;
+	p.capability_version = "2.0";
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.capability_version = "1.0";
+	p.required_labels = fx_labels(eu, 1);
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.required_labels = fx_labels(eu, 0);
+
+	/* a full worker: victims of other workers on the node free no slot of this one */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 2;
+	c.worker_live_attempts = 2;
+	c.node_live_attempts = 4;
+	c.reserved_cpu_millis = 2000;
+	v[0] = mk_victim(1, 100, false, 1000, 0, 0);
+	v[1] = mk_victim(1, 200, false, 1000, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(NO_FREE_SLOT));
+	CHECK_VICTIMS(&p, &c, v, 2, -1, 0);
+	CHECK_SET(t_admission_without(&p, &c, v, 2, 0x3), BIT(NO_FREE_SLOT));
+
+	/* no victims: -1 when it does not fit, 0 when it does */
+	CHECK_VICTIMS(&p, &c, v, 0, -1, 0);
+	c.worker_live_attempts = 1;
+	CHECK_VICTIMS(&p, &c, v, 0, 0, 0);
+}
+
+/* A request that fits with no victim removed gets 0 victims, not -1: every victim is
+ * reprieved (the caller, preemption.c, skips count <= 0; it only asks for requests that
+ * wait for capacity). */
+TEST(preempt_none_when_it_already_fits)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 1000;
+	c.slots = 4;
+	c.worker_live_attempts = 3;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 3000;
+	v[0] = mk_victim(1, 100, true, 1000, 0, 0);
+	v[1] = mk_victim(1, 200, true, 1000, 0, 0);
+	v[2] = mk_victim(0, 300, true, 1000, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 0, 0);
+	/* one millicpu more asked, and one victim goes: the one of lowest priority */
+	p.reserve_cpu_millis = 1001;
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+}
+
+/* A slot is needed; all victims hold one.  Among equal priorities the youngest (largest
+ * dispatched_at) goes; among equal ages too, the last index. */
+TEST(preempt_youngest_goes_among_equal_priorities)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 3;
+	c.worker_live_attempts = 3;
+	c.node_live_attempts = 3;
+	CHECK_SET(sched_admission(&p, &c), BIT(NO_FREE_SLOT));
+	v[0] = mk_victim(5, 100, true, 0, 0, 0);
+	v[1] = mk_victim(5, 300, true, 0, 0, 0);
+	v[2] = mk_victim(5, 200, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x2);
+	v[1].dispatched_at = 150;		/* now v[2] is the youngest */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+	v[0].dispatched_at = 250;		/* and now v[0] */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+	/* extremes: compared, not subtracted */
+	v[0] = mk_victim(5, INT64_MAX, true, 0, 0, 0);
+	v[1] = mk_victim(5, INT64_MIN, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x1);
+	v[0].dispatched_at = INT64_MIN;
+	v[1].dispatched_at = INT64_MAX;
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x2);
+	/* equal priority and age: the later index goes */
+	v[0] = mk_victim(5, 100, true, 0, 0, 0);
+	v[1] = mk_victim(5, 100, true, 0, 0, 0);
+	v[2] = mk_victim(5, 100, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x2);
+}
+
+/* The lowest priority goes first, whatever the ages. */
+TEST(preempt_lowest_priority_goes_first)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 3;
+	c.worker_live_attempts = 3;
+	c.node_live_attempts = 3;
+	v[0] = mk_victim(7, 100, true, 0, 0, 0);
+	v[1] = mk_victim(3, 100, true, 0, 0, 0);
+	v[2] = mk_victim(5, 100, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x2);
+	/* priority before age: the oldest, of the lowest priority, goes */
+	v[0] = mk_victim(3, 100, true, 0, 0, 0);
+	v[1] = mk_victim(5, 900, true, 0, 0, 0);
+	v[2] = mk_victim(4, 500, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+	/* negative and extreme priorities */
+	v[0] = mk_victim(INT32_MAX, 100, true, 0, 0, 0);
+	v[1] = mk_victim(INT32_MIN, 100, true, 0, 0, 0);
+	v[2] = mk_victim(-1, 100, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x2);
+	v[1].priority = 0;
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+}
+
+/* Only victims on the candidate's worker free a slot of it; every victim on the node
+ * frees its cpu, memory and gpus. */
+TEST(preempt_on_worker_and_off_worker_victims)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	/* a slot: the on-worker victim goes, although the off-worker one is lower */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 2;
+	c.worker_live_attempts = 2;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 2000;
+	v[0] = mk_victim(1, 100, false, 1000, 0, 0);
+	v[1] = mk_victim(8, 100, true, 1000, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(NO_FREE_SLOT));
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x2);
+
+	/* cpu, a slot free: the off-worker victim goes, the only one freeing enough, although
+	 * of higher priority than the on-worker one */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 1500;
+	c.slots = 2;
+	c.worker_live_attempts = 1;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 4000;	/* 2,000 + 100 + 1,900 of others */
+	v[0] = mk_victim(5, 100, false, 2000, 0, 0);
+	v[1] = mk_victim(1, 100, true, 100, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(CPU_EXHAUSTED));
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x1);
+
+	/* memory and gpus, all off the worker: X alone would do, but it is reprieved first
+	 * (highest priority) and the two lower ones go */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_memory_mb = 4096;
+	p.reserve_gpus = 1;
+	c.node_live_attempts = 3;
+	c.reserved_memory_mb = 8192;
+	c.reserved_gpus = 2;
+	v[0] = mk_victim(1, 100, false, 0, 4096, 0);	/* M */
+	v[1] = mk_victim(2, 100, false, 0, 0, 1);		/* G */
+	v[2] = mk_victim(3, 100, false, 0, 4096, 1);	/* X */
+	CHECK_SET(sched_admission(&p, &c), BIT(MEMORY_EXHAUSTED) | BIT(GPUS_EXHAUSTED));
+	CHECK_VICTIMS(&p, &c, v, 3, 2, 0x3);
+	CHECK_SET(t_admission_without(&p, &c, v, 3, 0x4), 0);
+	/* G holds no gpu now, and one is free: M alone goes (X, reprieved first, stays) */
+	v[1].reserve_gpus = 0;
+	c.reserved_gpus = 1;
+	CHECK_SET(sched_admission(&p, &c), BIT(MEMORY_EXHAUSTED));	/* a gpu is free */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+	c.reserved_gpus = 2;			/* a gpu of no victim: only X frees one, and it alone goes */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+
+	/* a slot and cpu: one victim for each */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 1000;
+	c.slots = 2;
+	c.worker_live_attempts = 2;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 4000;
+	v[0] = mk_victim(1, 100, false, 3000, 0, 0);
+	v[1] = mk_victim(9, 100, true, 0, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(NO_FREE_SLOT) | BIT(CPU_EXHAUSTED));
+	CHECK_VICTIMS(&p, &c, v, 2, 2, 0x3);
+	/* the slot's victim also frees enough cpu: it alone goes */
+	v[1].reserve_cpu_millis = 1000;
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x2);
+}
+
+/* No single victim frees enough: the two of lowest priority go. */
+TEST(preempt_two_small_victims)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[4];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 1500;
+	c.slots = 8;
+	c.worker_live_attempts = 4;
+	c.node_live_attempts = 4;
+	c.reserved_cpu_millis = 4000;
+	v[0] = mk_victim(4, 100, true, 1000, 0, 0);
+	v[1] = mk_victim(1, 100, true, 1000, 0, 0);
+	v[2] = mk_victim(3, 100, true, 1000, 0, 0);
+	v[3] = mk_victim(2, 100, true, 1000, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 4, 2, 0xa);
+	/* 2,000 asked: still two */
+	p.reserve_cpu_millis = 2000;
+	CHECK_VICTIMS(&p, &c, v, 4, 2, 0xa);
+	/* 2,001: three, only the highest stays */
+	p.reserve_cpu_millis = 2001;
+	CHECK_VICTIMS(&p, &c, v, 4, 3, 0xe);
+	/* 1,000: one */
+	p.reserve_cpu_millis = 1000;
+	CHECK_VICTIMS(&p, &c, v, 4, 1, 0x2);
+}
+
+/* Kubernetes' order is greedy, from the highest priority down, not the fewest victims:
+ * reprieving a high-priority victim first can leave two lower ones to go where the high
+ * one alone would have done, and can keep lower ones where a higher one goes. */
+TEST(preempt_reprieve_order_is_kubernetes)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 8;
+	c.worker_live_attempts = 3;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 4000;
+
+	/* H (2,000) alone frees the 2,000 asked, but it is reprieved first: L1 and L2 go */
+	p.reserve_cpu_millis = 2000;
+	v[0] = mk_victim(9, 100, true, 2000, 0, 0);	/* H */
+	v[1] = mk_victim(1, 100, true, 1000, 0, 0);	/* L1 */
+	v[2] = mk_victim(2, 100, true, 1000, 0, 0);	/* L2 */
+	CHECK_SET(t_admission_without(&p, &c, v, 3, 0x1), 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 2, 0x6);
+
+	/* 1,500 asked; H must go (M and L together free 1,100), then M and L both stay,
+	 * although L is the lowest priority */
+	p.reserve_cpu_millis = 1500;
+	v[0] = mk_victim(9, 100, true, 2000, 0, 0);	/* H */
+	v[1] = mk_victim(5, 100, true, 1000, 0, 0);	/* M */
+	v[2] = mk_victim(1, 100, true, 100, 0, 0);		/* L */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+
+	/* ages alike: the oldest (2,000) is reprieved first, the two younger go */
+	p.reserve_cpu_millis = 2000;
+	v[0] = mk_victim(5, 100, true, 2000, 0, 0);	/* oldest */
+	v[1] = mk_victim(5, 300, true, 1000, 0, 0);
+	v[2] = mk_victim(5, 200, true, 1000, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 2, 0x6);
+	/* the big one the youngest: reprieved last, it alone goes */
+	v[0].dispatched_at = 400;
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+}
+
+static int
+t_pcmp(int va, int32_t ta, const char *na, int vb, int32_t tb, const char *nb)
+{
+	int			ab = sign(sched_preemption_cmp(va, ta, na, vb, tb, nb));
+	int			ba = sign(sched_preemption_cmp(vb, tb, nb, va, ta, na));
+
+	return ab == -ba ? ab : 99;		/* 99: not antisymmetric */
+}
+
+typedef struct TPreemptOption
+{
+	int			victims;
+	int32_t		top;
+	const char *node;
+} TPreemptOption;
+
+static int
+t_option_cmp(const void *a, const void *b)
+{
+	const TPreemptOption *x = (const TPreemptOption *) a;
+	const TPreemptOption *y = (const TPreemptOption *) b;
+
+	return sched_preemption_cmp(x->victims, x->top, x->node, y->victims, y->top, y->node);
+}
+
+/* Fewer victims, then a lower top priority, then the smaller node_id bytewise. */
+TEST(preemption_cmp_order)
+{
+	char		copy[] = "node-a";
+	TPreemptOption o[7] = {
+		{2, 5, "b"}, {1, 9, "z"}, {2, 3, "z"}, {2, 5, "a"}, {3, INT32_MIN, "a"},
+		{1, 9, "node-10"}, {2, -7, "q"}
+	};
+	int			i,
+				j;
+
+	CHECK_INT(t_pcmp(1, 9, "z", 2, 0, "a"), -1);		/* fewer victims, whatever else */
+	CHECK_INT(t_pcmp(1, INT32_MAX, "z", 2, INT32_MIN, "a"), -1);
+	CHECK_INT(t_pcmp(0, 0, "z", INT32_MAX, 0, "a"), -1);
+	CHECK_INT(t_pcmp(2, 3, "z", 2, 5, "a"), -1);		/* then the lower top priority */
+	CHECK_INT(t_pcmp(2, INT32_MIN, "z", 2, INT32_MAX, "a"), -1);	/* compared, not subtracted */
+	CHECK_INT(t_pcmp(2, -5, "z", 2, -3, "a"), -1);
+	CHECK_INT(t_pcmp(2, 5, "a", 2, 5, "b"), -1);		/* then node_id */
+	CHECK_INT(t_pcmp(2, 5, "B", 2, 5, "a"), -1);		/* bytewise: 'B' < 'a' */
+	CHECK_INT(t_pcmp(2, 5, "node-10", 2, 5, "node-9"), -1);
+	CHECK_INT(t_pcmp(2, 5, "z", 2, 5, "\xc3\xa9"), -1);	/* UTF-8 after ASCII */
+	CHECK_INT(t_pcmp(2, 5, "node", 2, 5, "node-a"), -1);
+	CHECK_INT(t_pcmp(2, 5, "node-a", 2, 5, copy), 0);
+
+	qsort(o, 7, sizeof o[0], t_option_cmp);
+	CHECK_STR(o[0].node, "node-10");
+	CHECK_STR(o[1].node, "z");
+	CHECK_INT(o[1].victims, 1);
+	CHECK_STR(o[2].node, "q");
+	CHECK_STR(o[3].node, "z");
+	CHECK_INT(o[3].victims, 2);
+	CHECK_STR(o[4].node, "a");
+	CHECK_INT(o[4].top, 5);
+	CHECK_STR(o[5].node, "b");
+	CHECK_STR(o[6].node, "a");
+	CHECK_INT(o[6].victims, 3);
+	for (i = 0; i < 7; i++)
+		for (j = 0; j < 7; j++)
+			CHECK_INT(t_pcmp(o[i].victims, o[i].top, o[i].node, o[j].victims, o[j].top, o[j].node),
+					  i < j ? -1 : i > j ? 1 : 0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -3498,6 +4248,17 @@ main(int argc, char **argv)
 	RUN(verdict_add);
 	RUN(ranking_held_candidates_last);
 	RUN(score_add_running);
+	RUN(spread_term_score);
+	RUN(spread_with_add_running);
+	RUN(spread_changes_ranking);
+	RUN(preempt_all_removed_must_admit);
+	RUN(preempt_none_when_it_already_fits);
+	RUN(preempt_youngest_goes_among_equal_priorities);
+	RUN(preempt_lowest_priority_goes_first);
+	RUN(preempt_on_worker_and_off_worker_victims);
+	RUN(preempt_two_small_victims);
+	RUN(preempt_reprieve_order_is_kubernetes);
+	RUN(preemption_cmp_order);
 	RUN(labels_sort_and_get);
 	RUN(labels_sort_duplicate_key_is_false);
 	RUN(label_number_grammar);
