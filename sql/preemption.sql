@@ -86,6 +86,12 @@ SELECT line FROM regexp_split_to_table(sched.explain(:p, '2024-05-01 10:00:07+00
  WHERE line ~ '(preempt|last dispatch)';
 SELECT outcome, reason FROM sched.dispatch_stats WHERE reason = 'preempting';
 
+-- the victim's worker receives the CANCEL (its attempt ended before it stopped it)
+SELECT kind, attempt_id = (SELECT attempt_id FROM sched.attempt WHERE request_id = :r2) AS of_r2
+  FROM sched.poll_commands('aaaaaaaa-0000-4000-8000-000000000001',
+                           (SELECT generation FROM sched.worker WHERE worker_id = 'aaaaaaaa-0000-4000-8000-000000000001'),
+                           10, '2024-05-01 10:00:07+00')
+ WHERE kind = 'CANCEL';
 -- the victim's worker reports after the fact: its attempt is no longer live (55000)
 SELECT regexp_replace(pg_temp.err(format($$SELECT sched.finish_attempt(%L, 1, 'SUCCEEDED', NULL, '2024-05-01 10:00:07+00')$$,
                                          (SELECT attempt_id FROM sched.attempt WHERE request_id = :r2))),

@@ -290,15 +290,17 @@ static SchedStatement worker_generation = {
 };
 
 /* commands of attempts that already ended (lost, failed, cancelled) are not delivered:
- * the worker could only be refused on them; commands an earlier session of the worker
- * did not receive go to the current one (nothing else ever will) */
+ * the worker could only be refused on them, except the CANCEL of a preempted attempt,
+ * which ended before its worker stopped it (preemption.c); commands an earlier session
+ * of the worker did not receive go to the current one (nothing else ever will) */
 static SchedStatement commands_delivered = {
 	"WITH next AS ( "
 	"    SELECT c.command_id FROM sched.command c "
 	"      JOIN sched.attempt a ON a.attempt_id OPERATOR(pg_catalog.=) c.attempt_id "
 	"     WHERE c.worker_id OPERATOR(pg_catalog.=) $1 AND c.delivered_at IS NULL "
 	"       AND c.worker_generation OPERATOR(pg_catalog.<=) $2 "
-	"       AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
+	"       AND (a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
+	"            OR (c.kind OPERATOR(pg_catalog.=) 'CANCEL' AND a.status OPERATOR(pg_catalog.=) 'PREEMPTED')) "
 	"     ORDER BY c.command_id "
 	"     LIMIT $3 "
 	"     FOR UPDATE OF c SKIP LOCKED "
