@@ -54,19 +54,15 @@ extern int64 sched_spi_int64(int row, int col); /* 0 when SQL NULL */
 extern Datum sched_array_of(Datum *elems, int n, Oid type);
 
 /*
- * An internal subtransaction (for a placement that is all or nothing: a gang, a
- * preemption) that keeps the caller's memory context and resource owner: what is
- * allocated in it survives its rollback; SPI results do not.
+ * Runs fn(arg) in an internal subtransaction (a placement that is all or nothing: a
+ * gang, a preemption): kept when fn returns true, rolled back when it returns false
+ * (every write undone, every lock taken in it released), and on an ERROR rolled back
+ * before the error goes on, so a caller's own subtransaction (a PL/pgSQL EXCEPTION
+ * block) is never the one its handler rolls back.  fn runs in the caller's memory
+ * context and resource owner: what it allocates survives a rollback; SPI results
+ * do not.  Returns what fn returned.
  */
-typedef struct SchedSubxact
-{
-	MemoryContext cxt;
-	ResourceOwner owner;
-} SchedSubxact;
-
-extern void sched_subxact_begin(SchedSubxact *s);
-/* Commits it (keep) or rolls it back, releasing every lock taken in it. */
-extern void sched_subxact_end(SchedSubxact *s, bool keep);
+extern bool sched_in_subxact(bool (*fn) (void *arg), void *arg);
 
 /* The uuid of an array of 16 bytes, formatted. */
 extern char *sched_uuid_out(const pg_uuid_t *u);

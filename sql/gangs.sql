@@ -118,6 +118,45 @@ SELECT line FROM regexp_split_to_table(sched.explain(
            '2024-05-01 10:00:09+00'), E'\n') line
  WHERE line ~ '(gang|last dispatch)';
 
+-- 6a. a gang claimed whole by one scheduler is placed with its claim (members claimed
+--     by this call's claim_id are ready); n5 has room for it (and for 6b)
+SELECT count(*) FROM (SELECT sched.upsert_node('n5', cpu_millis => 8000, memory_mb => 4096),
+                             sched.register_worker('n5', 'cap', ARRAY['1'], 8, 'aaaaaaaa-0000-4000-8000-000000000005',
+                                                   '2024-05-01 10:00:00+00')) x;
+SELECT pg_temp.member(6, 1, 2, false, 100), pg_temp.member(6, 2, 2, false, 100);
+SELECT count(*) AS claimed FROM sched.claim_requests(50, '1 min', 'cap', NULL, '2024-05-01 10:00:10+00')
+ WHERE request_id IN (SELECT request_id FROM sched.request WHERE gang_id = 'dddddddd-0000-4000-8000-000000000006');
+SELECT outcome, detail FROM sched.dispatch_attempt(
+           (SELECT min(request_id) FROM sched.request WHERE gang_id = 'dddddddd-0000-4000-8000-000000000006'),
+           (SELECT claim_id FROM sched.request WHERE gang_id = 'dddddddd-0000-4000-8000-000000000006' ORDER BY request_id LIMIT 1),
+           '2024-05-01 10:00:11+00');
+SELECT request_id, state, node_id FROM pg_temp.gang_state(6);
+
+-- 6b. an error inside a gang's placement rolls back only the gang's subtransaction: a
+--     caller's EXCEPTION block catches it with its own work undone, as it must be
+CREATE FUNCTION public.refuse_attempt() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'refused by the test' USING ERRCODE = 'check_violation';
+END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON sched.attempt FOR EACH ROW EXECUTE FUNCTION public.refuse_attempt();
+SELECT pg_temp.member(7, 1, 2, false, 100), pg_temp.member(7, 2, 2, false, 100);
+CREATE TEMP TABLE block_work (x int);
+DO $$
+BEGIN
+    BEGIN
+        INSERT INTO block_work VALUES (1);
+        PERFORM sched.dispatch_attempt(
+            (SELECT min(request_id) FROM sched.request WHERE gang_id = 'dddddddd-0000-4000-8000-000000000007'),
+            NULL, '2024-05-01 10:00:12+00');
+    EXCEPTION WHEN check_violation THEN
+        RAISE NOTICE 'caught: %', SQLERRM;
+    END;
+END $$;
+SELECT count(*) AS block_rows_left FROM block_work;
+DROP TRIGGER refuse ON sched.attempt;
+DROP FUNCTION public.refuse_attempt();
+SELECT request_id, state, tries FROM pg_temp.gang_state(7);
+
 -- 7. bad input: nothing written
 SELECT count(*) AS requests_before, (SELECT count(*) FROM sched.gang) AS gangs_before FROM sched.request;
 SELECT pg_temp.err($$SELECT sched.submit(gen_random_uuid(), gen_random_uuid(), 'cap', '1', gang_size => 2)$$) AS size_without_id,

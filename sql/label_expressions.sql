@@ -141,6 +141,10 @@ SELECT pg_temp.err($q$SELECT * FROM sched.rank_candidates('cap', '1', '{"zone": 
        pg_temp.err($q$SELECT * FROM sched.select_candidate('cap', '1', '{"zone": {"version": "x"}}', '{}', 0, 0, 0, 0, 0, 0, NULL, NULL, now())$q$) AS select_candidate;
 -- preferred labels stay plain strings
 SELECT pg_temp.err($q$SELECT * FROM sched.rank_candidates('cap', '1', '{}', '{"zone": {"in": ["a"]}}', 0, 0, 0, 0, 0, 0, NULL, NULL, now())$q$) AS preferred_expression;
+-- the reference reads every key before it answers, and checks the limits, as the C core
+SELECT pg_temp.err($q$SELECT sched.labels_match('{}', '{"a": "x", "b": {"bogus": 1}}')$q$) AS ref_later_bad_key,
+       pg_temp.err(format('SELECT sched.labels_match(%L, %L)', '{}',
+                          jsonb_build_object('a', jsonb_build_object('in', (SELECT jsonb_agg(i::text) FROM generate_series(1, 65) i))))) AS ref_65_values;
 -- the reference refuses what it cannot evaluate, and NULL
 SELECT pg_temp.err($q$SELECT sched.labels_match('{}', '{"zone": {"in": []}}')$q$) AS ref_bad,
        pg_temp.err($q$SELECT sched.labels_match(NULL, '{}')$q$) AS ref_null,

@@ -89,6 +89,64 @@ typedef struct Victim
 	SchedVictim v;
 } Victim;
 
+/* The preemption itself (sched_preempt_for), in its subtransaction: kept only whole. */
+typedef struct PreemptTry
+{
+	const SchedRequestRow *req;
+	const SchedPlacement *p;
+	TimestampTz at;
+	Victim	   *victims;		/* the chosen node's */
+	bool	   *chosen;
+	int			n;
+	SchedFleetRow *row;			/* the preemptor's pair, as the choice saw it */
+	SchedFleetRow fresh;		/* and as it is once the victims are gone */
+	TimestampTz held_until;
+	Datum	   *vattempts;
+	Datum	   *vrequests;
+	int			nv;
+} PreemptTry;
+
+static bool
+take_room(void *arg)
+{
+	PreemptTry *t = (PreemptTry *) arg;
+	const SchedPlacement *p = t->p;
+	Datum		v[6];
+	int			k;
+
+	for (k = 0; k < t->n; k++)
+	{
+		Victim	   *x = &t->victims[k];
+
+		if (!t->chosen[k])
+			continue;
+		if (!sched_preempt_attempt(&x->attempt_id, t->req->request_id, t->at))
+			return false;		/* another transaction holds one of its rows */
+		t->vattempts[t->nv] = UUIDPGetDatum(&x->attempt_id);
+		t->vrequests[t->nv++] = Int64GetDatum(x->request_id);
+	}
+	/* the room, on the row as it now is (this transaction's releases included) */
+	if (!sched_fleet_lock_pair(&t->row->worker_id, true, &t->fresh) ||
+		t->fresh.generation != t->row->generation ||
+		sched_admission(p, &t->fresh.c) != 0)
+		return false;
+	t->held_until = t->at + (int64) sched_preemption_hold_s * USECS_PER_SEC;
+	sched_hold_reservation(&t->fresh.worker_id, t->fresh.c.node_id, (int32) p->reserve_cpu_millis,
+						   p->reserve_memory_mb, (int32) p->reserve_gpus);
+	v[0] = Int64GetDatum(t->req->request_id);
+	v[1] = CStringGetTextDatum(t->fresh.c.node_id);
+	v[2] = UUIDPGetDatum(&t->fresh.worker_id);
+	v[3] = TimestampTzGetDatum(t->held_until);
+	sched_spi_exec(&hold_recorded, v, NULL, false, 0, SPI_OK_UPDATE);
+	v[1] = TimestampTzGetDatum(t->at);
+	v[2] = CStringGetTextDatum(t->fresh.c.node_id);
+	v[3] = sched_array_of(t->vattempts, t->nv, UUIDOID);
+	v[4] = sched_array_of(t->vrequests, t->nv, INT8OID);
+	v[5] = TimestampTzGetDatum(t->held_until);
+	sched_spi_exec(&preempting_milestone, v, NULL, false, 0, SPI_OK_SELECT);
+	return true;
+}
+
 char *
 sched_preempt_for(const SchedRequestRow *req, const SchedPlacementArgs *args, TimestampTz at)
 {
@@ -108,18 +166,20 @@ sched_preempt_for(const SchedRequestRow *req, const SchedPlacementArgs *args, Ti
 	int			i;
 	int			k;
 	Datum		v[6];
-	SchedSubxact sub;
+	PreemptTry	t = {0};
 	SchedFleetRow fresh;
 	TimestampTz held_until;
-	Datum	   *vattempts;
 	Datum	   *vrequests;
 	int			nv = 0;
-	bool		ok = true;
 
 	if (!sched_preemption)
 		return NULL;
 
-	/* the nodes that refuse it only for transient reasons */
+	/*
+	 * The nodes that refuse it only for transient reasons.  If any node admits it, it
+	 * does not wait for capacity (its pairs were held by concurrent dispatches, or
+	 * their rows changed): nothing is preempted, it is tried again.
+	 */
 	sched_fleet_load(p->capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(p, false), p, &fleet);
 	cand = palloc(sizeof(int) * Max(fleet.count, 1));
 	nodes = palloc(sizeof(Datum) * Max(fleet.count, 1));
@@ -127,7 +187,9 @@ sched_preempt_for(const SchedRequestRow *req, const SchedPlacementArgs *args, Ti
 	{
 		SchedReasonSet r = sched_admission(p, &fleet.rows[i].c);
 
-		if (r != 0 && (r & ~SCHED_TRANSIENT_REASONS) == 0)
+		if (r == 0)
+			return NULL;
+		if ((r & ~SCHED_TRANSIENT_REASONS) == 0)
 		{
 			cand[ncand] = i;
 			nodes[ncand++] = CStringGetTextDatum(fleet.rows[i].c.node_id);
@@ -210,43 +272,21 @@ sched_preempt_for(const SchedRequestRow *req, const SchedPlacementArgs *args, Ti
 		return NULL;
 
 	/* all or nothing: the victims, the preemptor's pair, the hold */
-	vattempts = palloc(sizeof(Datum) * best_count);
-	vrequests = palloc(sizeof(Datum) * best_count);
-	sched_subxact_begin(&sub);
-	for (k = 0; k < best_n && ok; k++)
-	{
-		Victim	   *x = &victims[best_first + k];
-
-		if (!best_chosen[k])
-			continue;
-		ok = sched_preempt_attempt(&x->attempt_id, req->request_id, at);
-		vattempts[nv] = UUIDPGetDatum(&x->attempt_id);
-		vrequests[nv++] = Int64GetDatum(x->request_id);
-	}
-	/* the room, on the row as it now is (this transaction's releases included) */
-	ok = ok && sched_fleet_lock_pair(&fleet.rows[cand[best]].worker_id, true, &fresh) &&
-		fresh.generation == fleet.rows[cand[best]].generation &&
-		sched_admission(p, &fresh.c) == 0;
-	if (!ok)
-	{
-		sched_subxact_end(&sub, false);
+	t.req = req;
+	t.p = p;
+	t.at = at;
+	t.victims = &victims[best_first];
+	t.chosen = best_chosen;
+	t.n = best_n;
+	t.row = &fleet.rows[cand[best]];
+	t.vattempts = palloc(sizeof(Datum) * best_count);
+	t.vrequests = palloc(sizeof(Datum) * best_count);
+	if (!sched_in_subxact(take_room, &t))
 		return NULL;
-	}
-	held_until = at + (int64) sched_preemption_hold_s * USECS_PER_SEC;
-	sched_hold_reservation(&fresh.worker_id, fresh.c.node_id, (int32) p->reserve_cpu_millis,
-						   p->reserve_memory_mb, (int32) p->reserve_gpus);
-	v[0] = Int64GetDatum(req->request_id);
-	v[1] = CStringGetTextDatum(fresh.c.node_id);
-	v[2] = UUIDPGetDatum(&fresh.worker_id);
-	v[3] = TimestampTzGetDatum(held_until);
-	sched_spi_exec(&hold_recorded, v, NULL, false, 0, SPI_OK_UPDATE);
-	v[1] = TimestampTzGetDatum(at);
-	v[2] = CStringGetTextDatum(fresh.c.node_id);
-	v[3] = sched_array_of(vattempts, nv, UUIDOID);
-	v[4] = sched_array_of(vrequests, nv, INT8OID);
-	v[5] = TimestampTzGetDatum(held_until);
-	sched_spi_exec(&preempting_milestone, v, NULL, false, 0, SPI_OK_SELECT);
-	sched_subxact_end(&sub, true);
+	nv = t.nv;
+	vrequests = t.vrequests;
+	fresh = t.fresh;
+	held_until = t.held_until;
 
 	{
 		StringInfoData s;

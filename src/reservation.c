@@ -717,8 +717,80 @@ gang_leave(const SchedGang *g, const int64 *ids, int n, const SchedRequestRow *m
 	set_outcome(res, "UNSCHEDULABLE", reason);
 }
 
+/* What one try of step 4 takes and finds (place_members). */
+typedef struct GangTry
+{
+	SchedGang  *g;
+	GangMember *m;
+	TimestampTz at;
+	SchedDispatchResult *results;	/* one per member */
+	char	  **taken;			/* the nodes of the members placed */
+	int			ntaken;
+	int			placed;
+	int			first_failed;	/* the first member not placed, or -1 */
+	char	   *failed_detail;
+	bool		failed_static;
+	bool		contention;		/* a limit's lock was held: try again later */
+} GangTry;
+
+/* Step 4, in its subtransaction (sched_in_subxact): kept only when every member is placed. */
+static bool
+place_members(void *arg)
+{
+	GangTry    *t = (GangTry *) arg;
+	int			k;
+
+	t->first_failed = -1;
+	for (k = 0; k < t->g->nmembers; k++)
+	{
+		GangMember *x = &t->m[k];
+		SchedLimitsResult limits;
+		SchedDispatchResult *r = &t->results[k];
+
+		r->request_id = x->req.request_id;
+		sched_limits_check(&x->req, &x->args.p, t->at, NULL, &limits);
+		if (limits.verdict == SCHED_LIMITS_BUSY)
+		{
+			t->contention = true;
+			break;
+		}
+		if (limits.verdict == SCHED_LIMITS_OK &&
+			place_request(&x->req, &x->args, false, NULL,
+						  t->g->distinct_nodes ? t->taken : NULL, t->g->distinct_nodes ? t->ntaken : 0, r))
+		{
+			t->placed++;
+			t->taken[t->ntaken++] = r->node_id;
+			continue;
+		}
+		if (t->first_failed >= 0)
+			continue;
+		t->first_failed = k;
+		if (limits.verdict == SCHED_LIMITS_REACHED)
+			t->failed_detail = limits.detail;
+		else
+		{
+			SchedFleet	fleet;
+			SchedVerdict verdict;
+
+			sched_fleet_load(x->args.p.capability,
+							 SCHED_FLEET_ALL_NODES | SCHED_FLEET_FRESH |
+							 sched_fleet_flags_for(&x->args.p, true), &x->args.p, &fleet);
+			t->failed_detail = sched_fleet_summary(&x->args.p, &fleet, &verdict);
+			t->failed_static = verdict == SCHED_VERDICT_STATIC;
+			if (verdict == SCHED_VERDICT_FITS)
+				t->failed_detail = psprintf("%s; %s", t->failed_detail,
+										 t->g->distinct_nodes && t->ntaken > 0
+										 ? "the eligible nodes are taken by other members (distinct_nodes) or by concurrent dispatches"
+										 : "the eligible candidates are held or taken by concurrent dispatches");
+		}
+	}
+
+	return t->placed == t->g->nmembers;
+}
+
 static bool
 dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
+			  const pg_uuid_t *claim_id,
 			  TimestampTz at, bool from_queue, SchedBatch *cache, SchedDispatchResult *res)
 {
 	SchedGang	g;
@@ -737,7 +809,7 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 	char	   *failed_detail = NULL;
 	bool		failed_static = false;
 	bool		contention = false;
-	SchedSubxact sub;
+	GangTry		try = {0};
 	int			k;
 
 	/* one try per gang and call: its other members are passed over after it */
@@ -748,10 +820,12 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 	if (!sched_gang_lock(&met->gang_id, &g))
 		return busy(from_queue, res);
 
-	/* (a gang placed already has no waiting member: one would be a broken row) */
-	if (g.placed)
+	/* (a gang placed already has no waiting member, and none has more members than its
+	 * size: a submit in REPEATABLE READ may count on an old snapshot) */
+	if (g.placed || g.nmembers > g.size)
 	{
-		waiting = pstrdup("it was placed already");
+		waiting = g.placed ? pstrdup("it was placed already")
+			: psprintf("it has %d members, more than its size", g.nmembers);
 		waiting_static = true;
 	}
 
@@ -764,6 +838,7 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 		Datum		v[3];
 		char	   *status;
 		bool		isnull;
+		bool		claimed_by_other;
 
 		if (g.members[k] == met->request_id)
 		{
@@ -780,7 +855,12 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 				!sched_request_load(g.members[k], SCHED_LOCK_SKIP, at, &x->args, &x->req))
 				return busy(from_queue, res);
 		}
-		held[nheld++] = x->req.request_id;
+		/* a live claim of another scheduler (not this call's claim_id) is left alone */
+		claimed_by_other = x->req.request_id != met->request_id &&
+			strcmp(x->req.state, "CLAIMED") == 0 && x->req.claimed_until > at &&
+			!(claim_id != NULL && x->req.has_claim && same_uuid(&x->req.claim_id, claim_id));
+		if (!claimed_by_other)
+			held[nheld++] = x->req.request_id;
 
 		v[0] = UUIDPGetDatum(&x->req.execution_id);
 		v[1] = UUIDPGetDatum(&x->req.step_id);
@@ -807,8 +887,7 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 							   !isnull ? "dispatched already" : x->req.state);
 			waiting_static = true;
 		}
-		else if (x->req.request_id != met->request_id &&
-				 strcmp(x->req.state, "CLAIMED") == 0 && x->req.claimed_until > at)
+		else if (claimed_by_other)
 			waiting = psprintf("member request " INT64_FORMAT " is claimed until %s",
 							   x->req.request_id, timestamptz_to_str(x->req.claimed_until));
 		else if (x->req.available_at > at)
@@ -838,55 +917,22 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 	sched_batch_flush(cache);
 	results = palloc0(sizeof(SchedDispatchResult) * g.nmembers);
 	taken = palloc(sizeof(char *) * g.nmembers);
-	sched_subxact_begin(&sub);
-	for (k = 0; k < g.nmembers; k++)
-	{
-		GangMember *x = &m[k];
-		SchedLimitsResult limits;
-		SchedDispatchResult *r = &results[k];
-
-		r->request_id = x->req.request_id;
-		sched_limits_check(&x->req, &x->args.p, at, NULL, &limits);
-		if (limits.verdict == SCHED_LIMITS_BUSY)
-		{
-			contention = true;
-			break;
-		}
-		if (limits.verdict == SCHED_LIMITS_OK &&
-			place_request(&x->req, &x->args, false, NULL,
-						  g.distinct_nodes ? taken : NULL, g.distinct_nodes ? ntaken : 0, r))
-		{
-			placed++;
-			taken[ntaken++] = r->node_id;
-			continue;
-		}
-		if (first_failed >= 0)
-			continue;
-		first_failed = k;
-		if (limits.verdict == SCHED_LIMITS_REACHED)
-			failed_detail = limits.detail;
-		else
-		{
-			SchedFleet	fleet;
-			SchedVerdict verdict;
-
-			sched_fleet_load(x->args.p.capability,
-							 SCHED_FLEET_ALL_NODES | SCHED_FLEET_FRESH |
-							 sched_fleet_flags_for(&x->args.p, true), &x->args.p, &fleet);
-			failed_detail = sched_fleet_summary(&x->args.p, &fleet, &verdict);
-			failed_static = verdict == SCHED_VERDICT_STATIC;
-			if (verdict == SCHED_VERDICT_FITS)
-				failed_detail = psprintf("%s; %s", failed_detail,
-										 g.distinct_nodes && ntaken > 0
-										 ? "the eligible nodes are taken by other members (distinct_nodes) or by concurrent dispatches"
-										 : "the eligible candidates are held or taken by concurrent dispatches");
-		}
-	}
+	try.g = &g;
+	try.m = m;
+	try.at = at;
+	try.results = results;
+	try.taken = taken;
+	(void) sched_in_subxact(place_members, &try);
+	placed = try.placed;
+	ntaken = try.ntaken;
+	first_failed = try.first_failed;
+	failed_detail = try.failed_detail;
+	failed_static = try.failed_static;
+	contention = try.contention;
 
 	if (placed == g.nmembers)
 	{
-		/* 5. the whole gang */
-		sched_subxact_end(&sub, true);
+		/* 5. the whole gang (the subtransaction was kept) */
 		sched_gang_mark_placed(&g, at);
 		sched_batch_forget_fleets(cache);	/* its members were placed without it */
 		for (k = 0; k < g.nmembers; k++)
@@ -905,8 +951,7 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 		return true;
 	}
 
-	/* 5. not whole: nothing of it stays (the pairs it published in flight go too) */
-	sched_subxact_end(&sub, false);
+	/* 5. not whole: nothing of it stayed (the pairs it published in flight go too) */
 	for (k = 0; k < ntaken; k++)
 		sched_inflight_remove(sched_node_hash(taken[k]));
 	sched_batch_forget_fleets(cache);
@@ -1030,7 +1075,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 
 	/* a gang member places its whole gang, or nothing */
 	if (req.in_gang)
-		return dispatch_gang(&req, &args, at, from_queue, cache, res);
+		return dispatch_gang(&req, &args, claim_id, at, from_queue, cache, res);
 
 	/* the queue-level limits, under their own locks, before any pair (queue_limits.c) */
 	sched_limits_check(&req, &args.p, args.at, cache, &limits);
@@ -1065,7 +1110,8 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 		sched_batch_forget_fleets(cache);
 	}
 
-	if (place_request(&req, &args, may_wait, cache, NULL, 0, res))
+	/* (having taken its hold's rows, it may no longer wait: it holds a pair) */
+	if (place_request(&req, &args, may_wait && req.held_node_id == NULL, cache, NULL, 0, res))
 		return true;
 
 	/* waits for capacity: preemption may make room (preemption.c) */

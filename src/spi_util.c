@@ -142,22 +142,37 @@ sched_array_of(Datum *elems, int n, Oid type)
 	return PointerGetDatum(construct_array(elems, Max(n, 0), type, len, byval, align));
 }
 
-void
-sched_subxact_begin(SchedSubxact *s)
+bool
+sched_in_subxact(bool (*fn) (void *arg), void *arg)
 {
-	s->cxt = CurrentMemoryContext;
-	s->owner = CurrentResourceOwner;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(s->cxt);
-}
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool keep = false;
 
-void
-sched_subxact_end(SchedSubxact *s, bool keep)
-{
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		keep = fn(arg);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ReThrowError(e);
+	}
+	PG_END_TRY();
 	if (keep)
 		ReleaseCurrentSubTransaction();
 	else
 		RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(s->cxt);
-	CurrentResourceOwner = s->owner;
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return keep;
 }

@@ -398,6 +398,7 @@ DECLARE
     nbounds int;
     ok boolean;
     version_re constant text := '[0-9]{1,9}(\.[0-9]{1,9}){0,7}';
+    result boolean := true;
 BEGIN
     IF labels IS NULL OR required_labels IS NULL THEN
         RAISE EXCEPTION 'parameter "%" must not be NULL', CASE WHEN labels IS NULL THEN 'labels' ELSE 'required_labels' END
@@ -432,22 +433,31 @@ BEGIN
         v := CASE WHEN jsonb_typeof(labels -> k) = 'string' THEN labels ->> k END;
         IF jsonb_typeof(e) = 'string' THEN
             IF v IS DISTINCT FROM e #>> '{}' THEN
-                RETURN false;
+                result := false;
             END IF;
             CONTINUE;
         END IF;
         op := CASE WHEN jsonb_typeof(e) = 'object' AND (SELECT count(*) FROM jsonb_object_keys(e)) = 1
                    THEN (SELECT x FROM jsonb_object_keys(e) x) END;
         e := e -> op;
+        -- the limits of README "Limits" (54000), as the C functions check them
+        IF (op IN ('in', 'not_in') AND jsonb_typeof(e) = 'array'
+            AND (jsonb_array_length(e) > 64
+                 OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(e) x WHERE octet_length(x) > 1024)))
+           OR (op = 'version' AND jsonb_typeof(e) = 'string' AND octet_length(e #>> '{}') > 1024) THEN
+            RAISE EXCEPTION 'parameter "required_labels" has an expression beyond the limits for label "%"', k
+                USING ERRCODE = 'program_limit_exceeded',
+                      DETAIL = 'The limits are 64 values of at most 1024 bytes, and 1024 bytes for a version expression.';
+        END IF;
         IF op IN ('in', 'not_in') AND jsonb_typeof(e) = 'array' AND jsonb_array_length(e) > 0
            AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(e) x WHERE jsonb_typeof(x) <> 'string') THEN
             ok := v IS NOT NULL AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(e) x WHERE x = v);
             IF ok <> (op = 'in') THEN
-                RETURN false;
+                result := false;
             END IF;
         ELSIF op = 'exists' AND jsonb_typeof(e) = 'boolean' THEN
             IF (v IS NOT NULL) <> (e #>> '{}')::boolean THEN
-                RETURN false;
+                result := false;
             END IF;
         ELSIF op IN ('gt', 'lt') AND jsonb_typeof(e) = 'number' THEN
             BEGIN
@@ -456,16 +466,16 @@ BEGIN
                 op := NULL;
             END;
             IF op IS NOT NULL THEN
-                IF v IS NULL OR v !~ '^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$' THEN
-                    RETURN false;
+                have := NULL;
+                IF v ~ '^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$' THEN
+                    BEGIN
+                        have := v::double precision;
+                    EXCEPTION WHEN numeric_value_out_of_range THEN
+                        have := NULL;
+                    END;
                 END IF;
-                BEGIN
-                    have := v::double precision;
-                EXCEPTION WHEN numeric_value_out_of_range THEN
-                    RETURN false;
-                END;
-                IF NOT (CASE op WHEN 'gt' THEN have > want ELSE have < want END) THEN
-                    RETURN false;
+                IF have IS NULL OR NOT (CASE op WHEN 'gt' THEN have > want ELSE have < want END) THEN
+                    result := false;
                 END IF;
             END IF;
         ELSIF op = 'version' AND jsonb_typeof(e) = 'string' THEN
@@ -490,7 +500,7 @@ BEGIN
                 END IF;
             END LOOP;
             IF op IS NOT NULL AND nbounds > 0 AND NOT ok THEN
-                RETURN false;
+                result := false;
             END IF;
             IF nbounds = 0 THEN
                 op := NULL;
@@ -504,7 +514,8 @@ BEGIN
                       HINT = 'Pass a string, or an object of one operator (in, not_in, exists, gt, lt, version).';
         END IF;
     END LOOP;
-    RETURN true;
+    -- every key was read (and checked) before the answer
+    RETURN result;
 END
 $$;
 

@@ -36,23 +36,27 @@ DECLARE
                              AND attname = 'held_worker_id' AND NOT attisdropped);
 BEGIN
     FOR c IN SELECT * FROM (VALUES
-        -- SPEC 2: live attempts <= slots, for every worker (counted from the attempts)
+        -- SPEC 2: live attempts (and holds, issue 15) <= slots, for every worker (counted
+        -- from the attempts)
         ('worker_live_attempts_within_slots', $q$
-            SELECT format('worker %s: %s live attempts, %s slots', w.worker_id, count(*), w.slots)
-              FROM sched.attempt a JOIN sched.worker w ON w.worker_id = a.worker_id
-             WHERE a.status IN ('DISPATCHED', 'RUNNING')
-             GROUP BY w.worker_id, w.slots HAVING count(*) + :worker_holds > w.slots $q$),
-        -- SPEC 2: reserved <= capacity, for every node (summed from the attempts)
+            SELECT format('worker %s: %s live attempts, %s holds, %s slots', w.worker_id,
+                          count(a.attempt_id), :worker_holds, w.slots)
+              FROM sched.worker w
+              LEFT JOIN sched.attempt a ON a.worker_id = w.worker_id AND a.status IN ('DISPATCHED', 'RUNNING')
+             GROUP BY w.worker_id, w.slots HAVING count(a.attempt_id) + :worker_holds > w.slots $q$),
+        -- SPEC 2: reserved <= capacity, for every node (summed from the attempts and holds)
         ('node_reservations_within_capacity', $q$
             SELECT format('node %s: live reservations %s mcpu/%s MB/%s GPU, capacity %s/%s/%s',
-                          n.node_id, sum(a.reserve_cpu_millis), sum(a.reserve_memory_mb),
-                          sum(a.reserve_gpus), n.cpu_millis, n.memory_mb, n.gpus)
-              FROM sched.attempt a JOIN sched.node n ON n.node_id = a.node_id
+                          n.node_id, coalesce(sum(a.reserve_cpu_millis), 0) + h.cpu,
+                          coalesce(sum(a.reserve_memory_mb), 0) + h.mem,
+                          coalesce(sum(a.reserve_gpus), 0) + h.gpus, n.cpu_millis, n.memory_mb, n.gpus)
+              FROM sched.node n
              CROSS JOIN LATERAL :node_holds h
-             WHERE a.status IN ('DISPATCHED', 'RUNNING')
+              LEFT JOIN sched.attempt a ON a.node_id = n.node_id AND a.status IN ('DISPATCHED', 'RUNNING')
              GROUP BY n.node_id, h.cpu, h.mem, h.gpus
-            HAVING sum(a.reserve_cpu_millis) + h.cpu > n.cpu_millis OR sum(a.reserve_memory_mb) + h.mem > n.memory_mb
-                OR sum(a.reserve_gpus) + h.gpus > n.gpus $q$),
+            HAVING coalesce(sum(a.reserve_cpu_millis), 0) + h.cpu > n.cpu_millis
+                OR coalesce(sum(a.reserve_memory_mb), 0) + h.mem > n.memory_mb
+                OR coalesce(sum(a.reserve_gpus), 0) + h.gpus > n.gpus $q$),
         -- the worker counter is exactly the number of its live attempts (and of the
         -- preemption holds on it, issue 15)
         ('worker_counter_matches_attempts', $q$
