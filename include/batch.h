@@ -57,6 +57,12 @@ typedef struct SchedBatch
 	/* whether any limit exists (queue_limits.c): 0 not yet known, 1 none, 2 some; read
 	 * once per call, so a limit set during a call applies from the next one */
 	int			limits_known;
+
+	/* gangs this call tried already (reservation.c): their other members are passed over */
+	int			ngangs_tried;
+	int			gangs_tried_size;
+	pg_uuid_t  *gangs_tried;
+
 	int			npending;
 	SchedReservationWrite pending[SCHED_BATCH_MAX];
 } SchedBatch;
@@ -66,6 +72,11 @@ typedef struct SchedBatch
  * worker of it), read on first use (the batch's reservations are written first). */
 extern SchedFleet *sched_batch_fleet(SchedBatch *batch, const char *capability,
 									 bool all_nodes);
+/* Forgets the fleets read so far: the next use reads them again (after a gang, whose
+ * members were placed without the batch). */
+extern void sched_batch_forget_fleets(SchedBatch *batch);
+/* Whether the call tried gang gang_id already; notes it as tried.  batch may be NULL. */
+extern bool sched_batch_gang_tried(SchedBatch *batch, const pg_uuid_t *gang_id);
 /* Copies the node and worker state of `fresh` into every fleet row of the batch for
  * that node (and worker).  batch may be NULL. */
 extern void sched_batch_update_rows(SchedBatch *batch, const SchedFleetRow *fresh);
@@ -77,6 +88,11 @@ extern void sched_batch_defer(SchedBatch *batch, const SchedReservationWrite *r)
 extern void sched_batch_flush(SchedBatch *batch);
 /* Writes one reservation now, in one statement. */
 extern void sched_write_reservation(const SchedReservationWrite *r, TimestampTz at);
+/* Takes a reservation without an attempt: one slot of the worker, the resources of the
+ * node (a preemption's hold, preemption.c); released by sched_release_reservation. */
+extern void sched_hold_reservation(const pg_uuid_t *worker_id, const char *node_id,
+								   int32 reserve_cpu_millis, int64 reserve_memory_mb,
+								   int32 reserve_gpus);
 /* Releases an ended attempt's reservation (worker slot, node resources). */
 extern void sched_release_reservation(const pg_uuid_t *worker_id, const char *node_id,
 									  int32 reserve_cpu_millis, int64 reserve_memory_mb,

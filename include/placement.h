@@ -52,11 +52,75 @@ typedef uint32_t SchedReasonSet;
 
 extern const char *const sched_reason_names[SCHED_R_COUNT];
 
-/* One label: key and value, both strings (label maps are objects of strings). */
+/*
+ * What one required label asks of a node's label `key` (README, "Label expressions").
+ * A node's own labels, and preferred labels, are always SCHED_LABEL_EQ.
+ *   EQ          the node has the label, with value `value` (a plain string in JSON)
+ *   IN          the node has the label, its value one of `values`
+ *   NOT_IN      the node lacks the label, or its value is none of `values`
+ *   EXISTS      the node has the label ({"exists": true})
+ *   NOT_EXISTS  the node lacks the label ({"exists": false})
+ *   GT, LT      the node's value is a number (sched_label_number) greater / less than
+ *               `number`
+ *   VERSION     the node's value is a version (sched_version_parse) meeting every one of
+ *               `bounds` (the comma-separated comparisons of {"version": ">=1.2,<2"})
+ * A label that is absent fails every operator except NOT_IN and NOT_EXISTS.
+ */
+typedef enum SchedLabelOp
+{
+	SCHED_LABEL_EQ = 0,
+	SCHED_LABEL_IN,
+	SCHED_LABEL_NOT_IN,
+	SCHED_LABEL_EXISTS,
+	SCHED_LABEL_NOT_EXISTS,
+	SCHED_LABEL_GT,
+	SCHED_LABEL_LT,
+	SCHED_LABEL_VERSION
+} SchedLabelOp;
+
+/* The documented limits of expressions (README, "Limits"). */
+#define SCHED_MAX_LABEL_VALUES		64	/* strings of one in / not_in */
+#define SCHED_MAX_VERSION_PARTS		8	/* numbers of one dotted version */
+#define SCHED_MAX_VERSION_BOUNDS	8	/* comparisons of one version expression */
+#define SCHED_MAX_VERSION_PART		999999999	/* largest number of one part */
+
+/* A dotted version "1.2.10": up to SCHED_MAX_VERSION_PARTS numbers; missing parts are 0. */
+typedef struct SchedVersion
+{
+	int			nparts;
+	int32_t		parts[SCHED_MAX_VERSION_PARTS];
+} SchedVersion;
+
+typedef enum SchedVersionCmp
+{
+	SCHED_VCMP_EQ = 0,			/* "=" (also a bare version) */
+	SCHED_VCMP_NE,				/* "!=" */
+	SCHED_VCMP_GT,				/* ">" */
+	SCHED_VCMP_GE,				/* ">=" */
+	SCHED_VCMP_LT,				/* "<" */
+	SCHED_VCMP_LE				/* "<=" */
+} SchedVersionCmp;
+
+typedef struct SchedVersionBound
+{
+	SchedVersionCmp cmp;
+	SchedVersion version;
+} SchedVersionBound;
+
+/*
+ * One label: a key and what is asked of it.  Zero-initialized past key and value, it is
+ * the plain label {key: value}, which is what label maps hold.
+ */
 typedef struct SchedLabel
 {
 	const char *key;
-	const char *value;
+	const char *value;			/* EQ */
+	SchedLabelOp op;
+	int			nvalues;		/* IN, NOT_IN: 1 .. SCHED_MAX_LABEL_VALUES */
+	const char *const *values;
+	double		number;			/* GT, LT: finite */
+	int			nbounds;		/* VERSION: 1 .. SCHED_MAX_VERSION_BOUNDS */
+	const SchedVersionBound *bounds;
 } SchedLabel;
 
 /* A label map.  Invariant after sched_labels_sort(): sorted by key bytewise, keys unique. */
@@ -148,12 +212,18 @@ typedef struct SchedRanked
 	int32_t		preferred_matches;
 	int32_t		weight;			/* effective weight used in the score */
 	int32_t		running_attempts;
+	int32_t		spread_matches;
 	bool		held;			/* another running transaction is reserving on the node
 								 * (inflight.c): ranked after every node that is not */
 } SchedRanked;
 
 /* The score's running-attempts term: this much less per live attempt on the node. */
 #define SCHED_SCORE_PER_RUNNING_ATTEMPT 10000
+
+/* The score's spread term: this much less per live attempt of the request's spread_key
+ * on the node: as much as 100 of weight or ten running attempts, a tenth of one
+ * preferred label. */
+#define SCHED_SCORE_PER_SPREAD_MATCH 100000
 
 /*
  * What a fleet, taken whole, says of a request: some node admits it (FITS); none does,
@@ -176,8 +246,47 @@ extern bool sched_labels_sort(SchedLabelSet *set);
 /* Value of key in a sorted set, or NULL. */
 extern const char *sched_labels_get(const SchedLabelSet *set, const char *key);
 
-/* Number of entries of `wanted` that `have` holds with an equal value. */
+/* Number of entries of `wanted` that `have` holds with an equal value (plain labels:
+ * the op of `wanted` is not read; preferred labels are counted with it). */
 extern int	sched_labels_matching(const SchedLabelSet *have, const SchedLabelSet *wanted);
+
+/* Whether the node labels `have` (sorted) meet the one required label `req`. */
+extern bool sched_label_satisfied(const SchedLabel *req, const SchedLabelSet *have);
+
+/* Index in `required` of the first label (in key order) that `have` does not meet, or
+ * -1 when it meets them all. */
+extern int	sched_labels_first_unmet(const SchedLabelSet *have, const SchedLabelSet *required);
+
+/*
+ * A label value as a number, for GT and LT: the whole string must be a decimal number,
+ * -?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)? (no spaces, no sign "+", no hex, no inf or nan),
+ * of any length, within the range of a double: a result that overflows to infinity or
+ * underflows to zero is not a number (as for PostgreSQL's float8 input, which reads it
+ * the same way; a subnormal result is a number).  Returns false when it is not.
+ */
+extern bool sched_label_number(const char *s, double *out);
+
+/*
+ * A dotted version: 1 to SCHED_MAX_VERSION_PARTS numbers of 1 to 9 digits, each at most
+ * SCHED_MAX_VERSION_PART, separated by single dots, nothing else ("1", "1.2", "10.0.3";
+ * not "v1", "1.", "1..2", "1.2-rc1").  Returns false when s is not one.
+ */
+extern bool sched_version_parse(const char *s, SchedVersion *out);
+
+/* -1, 0 or 1 as a is older, the same as or newer than b (missing parts count as 0). */
+extern int	sched_version_cmp(const SchedVersion *a, const SchedVersion *b);
+
+/*
+ * A version expression: 1 to SCHED_MAX_VERSION_BOUNDS comparisons separated by commas,
+ * each an optional operator (= != > >= < <=; none means =) and a version, spaces allowed
+ * around each part (">= 1.2, < 2").  Fills bounds[0 .. n-1] and returns n, or -1 when s
+ * is not one.  bounds has room for SCHED_MAX_VERSION_BOUNDS.
+ */
+extern int	sched_version_range_parse(const char *s, SchedVersionBound *bounds);
+
+/* Whether version v meets every bound. */
+extern bool sched_version_in_range(const SchedVersion *v, const SchedVersionBound *bounds,
+								   int nbounds);
 
 /*
  * Every reason that keeps candidate c from taking request p, in SPEC order, with the
@@ -190,9 +299,12 @@ extern SchedReasonSet sched_admission(const SchedPlacement *p, const SchedCandid
 extern int32_t sched_effective_weight(int32_t weight);
 
 /*
- * score = preferred_matches * 1,000,000 + weight * 1,000 - running_attempts * 10,000,
- * running_attempts being the live attempts on the whole node.  Fills *out (index left
- * to the caller).
+ * score = preferred_matches * 1,000,000 - spread_matches * 100,000 + weight * 1,000
+ *         - running_attempts * 10,000,
+ * running_attempts being the live attempts on the whole node, spread_matches those of
+ * them with the request's spread_key, which the caller counts (fleet rows do not know
+ * keys) and adds with sched_score_add_spread: sched_score leaves it 0.  Fills *out
+ * (index left to the caller).
  */
 extern void sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out);
 
@@ -201,6 +313,9 @@ extern void sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedR
  * concurrent reservations on it commit.
  */
 extern void sched_score_add_running(SchedRanked *r, int attempts);
+
+/* Counts `matches` live attempts of the request's spread_key on the node of r. */
+extern void sched_score_add_spread(SchedRanked *r, int matches);
 
 /* Ranking order: held candidates last, then higher score first, then smaller node_id
  * bytewise.  qsort comparator. */
@@ -220,5 +335,38 @@ extern size_t sched_format_summary(char *buf, size_t cap, int nodes, int eligibl
 
 /* Adds the reasons of one node to per-code counts. */
 extern void sched_count_reasons(SchedReasonSet reasons, int counts[SCHED_R_COUNT]);
+
+/*
+ * Preemption (README, "Preemption").  A victim is a live attempt, of a preemptible request
+ * of lower priority than the preemptor's, on the node of a candidate.
+ */
+typedef struct SchedVictim
+{
+	int32_t		priority;		/* its request's */
+	int64_t		dispatched_at;	/* its age: among equal priorities the youngest goes */
+	bool		on_worker;		/* it holds a slot of the candidate's worker */
+	int64_t		reserve_cpu_millis;
+	int64_t		reserve_memory_mb;
+	int64_t		reserve_gpus;
+} SchedVictim;
+
+/*
+ * The victims to end on candidate c so that it admits p (Kubernetes' order): with all n
+ * victims removed, c must admit p, else -1 (nothing chosen).  Then the victims are
+ * reprieved one by one, the highest priority first (then the oldest, then the lower
+ * index), each kept when c still admits p without removing it.  Sets chosen[i] for the
+ * victims that go and returns how many: 0 when c admits p as it is.  `order` is the
+ * caller's scratch of n ints.  No allocation.
+ */
+extern int	sched_preemption_victims(const SchedPlacement *p, const SchedCandidate *c,
+									 const SchedVictim *victims, int n, int *order,
+									 bool *chosen);
+
+/*
+ * Which of two nodes a preemption takes (negative: a): the one with fewer victims, then
+ * the one whose highest victim priority is lower, then the smaller node_id bytewise.
+ */
+extern int	sched_preemption_cmp(int victims_a, int32_t top_priority_a, const char *node_a,
+								 int victims_b, int32_t top_priority_b, const char *node_b);
 
 #endif							/* PG_SCHED_PLACEMENT_H */

@@ -17,7 +17,9 @@ typedef enum SchedWait
 	SCHED_WAIT_CONTENTION,		/* eligible pairs held or taken by concurrent dispatches */
 	SCHED_WAIT_CONCURRENCY,		/* its concurrency key has its limit of live attempts */
 	SCHED_WAIT_RATE,			/* its concurrency key has its limit of dispatches in the window */
-	SCHED_WAIT_QUOTA			/* its tenant's quota has no room for it */
+	SCHED_WAIT_QUOTA,			/* its tenant's quota has no room for it */
+	SCHED_WAIT_GANG,			/* its gang cannot be placed whole now */
+	SCHED_WAIT_PREEMPTION		/* it preempted attempts: the room is held for its next try */
 } SchedWait;
 
 typedef struct SchedDispatchResult
@@ -38,6 +40,8 @@ typedef struct SchedDispatchResult
 	SchedWait	waits;			/* UNSCHEDULABLE: why it was left queued */
 	bool		tenant_full;	/* SCHED_WAIT_QUOTA on the live attempts: no request of the
 								 * tenant can go until one of its attempts ends */
+	int			ngang;			/* DISPATCHED with a gang: the other members' results */
+	struct SchedDispatchResult *gang;
 } SchedDispatchResult;
 
 /*

@@ -5,6 +5,7 @@
 #define PG_SCHED_SPI_UTIL_H
 
 #include "executor/spi.h"
+#include "utils/resowner.h"
 #include "utils/uuid.h"
 
 /*
@@ -38,15 +39,30 @@ extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *null
 extern void sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls,
 								  int expected);
 
-/* Whether this database's pg_sched has the limits of 0.2.0 (request.concurrency_key):
- * not while it is still at 0.1.0, where this library serves the 0.1.0 functions until
- * ALTER EXTENSION pg_sched UPDATE.  Three syscache lookups. */
-extern bool sched_schema_has_limits(void);
+/* Whether this database's pg_sched has the schema of 0.2.0 (probed by
+ * request.concurrency_key; the other 0.2.0 columns come with it): not while it is still
+ * at 0.1.0, where this library serves the 0.1.0 functions until ALTER EXTENSION
+ * pg_sched UPDATE.  Three syscache lookups. */
+extern bool sched_schema_is_0_2(void);
 
 /* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
 extern Datum sched_spi_get(int row, int col, bool *isnull);
 extern char *sched_spi_text(int row, int col);	/* NULL when SQL NULL */
 extern int64 sched_spi_int64(int row, int col); /* 0 when SQL NULL */
+
+/* A one-dimensional array of n values of `type` (no NULLs), for a statement's parameter. */
+extern Datum sched_array_of(Datum *elems, int n, Oid type);
+
+/*
+ * Runs fn(arg) in an internal subtransaction (a placement that is all or nothing: a
+ * gang, a preemption): kept when fn returns true, rolled back when it returns false
+ * (every write undone, every lock taken in it released), and on an ERROR rolled back
+ * before the error goes on, so a caller's own subtransaction (a PL/pgSQL EXCEPTION
+ * block) is never the one its handler rolls back.  fn runs in the caller's memory
+ * context and resource owner: what it allocates survives a rollback; SPI results
+ * do not.  Returns what fn returned.
+ */
+extern bool sched_in_subxact(bool (*fn) (void *arg), void *arg);
 
 /* The uuid of an array of 16 bytes, formatted. */
 extern char *sched_uuid_out(const pg_uuid_t *u);

@@ -19,6 +19,15 @@
 extern void sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out);
 
 /*
+ * Parses required labels: per key a string (the plain label) or an object of one
+ * operator, {"in": [...]}, {"not_in": [...]}, {"exists": bool}, {"gt": n}, {"lt": n},
+ * {"version": "..."} (placement.h, SchedLabelOp).  Anything else is an ERROR naming the
+ * parameter and the key: 22023, or 54000 beyond the limits.
+ */
+extern void sched_required_labels_from_jsonb(Jsonb *labels, const char *parameter,
+											 SchedLabelSet *out);
+
+/*
  * The labels of `labels` whose keys appear in a or b (sorted label sets), sorted: all a
  * placement needs of a node's labels, looked up without parsing the whole map.  Keys
  * point into a and b; values are copied.  Non-string values are left out.
@@ -31,12 +40,14 @@ typedef struct SchedPlacementArgs
 {
 	SchedPlacement p;
 	TimestampTz at;
+	char	   *spread_key;		/* NULL: not spread (spread.c fills the candidates) */
 } SchedPlacementArgs;
 
 /*
  * Validates and parses the 13 placement parameters of select_candidate, rank_candidates
- * and qualification_reasons (SPEC section 3), in that order, from fcinfo.  ERROR with
- * 22004 or 22023 naming the parameter on bad input.
+ * and qualification_reasons (SPEC section 3), in that order, from fcinfo, and the 14th,
+ * spread_key, where the function has it (0.2.0).  ERROR with 22004 or 22023 naming the
+ * parameter on bad input.
  */
 extern void sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out);
 
@@ -64,6 +75,13 @@ typedef struct SchedRequestRow
 	TimestampTz available_at;
 	char	   *avoid_node_id;	/* NULL: none */
 	char	   *last_reason;	/* NULL: none */
+	bool		in_gang;		/* a member of gang gang_id (0.2.0) */
+	pg_uuid_t	gang_id;
+	int32		priority;		/* 0.2.0 (0 at 0.1.0) */
+	bool		preemptible;
+	char	   *held_node_id;	/* capacity held for it by its preemption (NULL: none) */
+	pg_uuid_t	held_worker_id;
+	TimestampTz held_until;
 } SchedRequestRow;
 
 /* How a row is read: no lock, FOR UPDATE, or FOR UPDATE SKIP LOCKED. */

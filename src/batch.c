@@ -42,11 +42,13 @@ static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
 	"         tenant, node_id, worker_id, worker_generation, lease_version, status, " \
 	"         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score, dispatched_at, " \
 	"         lease_expires_at"
-/* the attempt carries its request's concurrency_key (the limits count attempts by it);
- * a database still at 0.1.0 has no such column (the _LEGACY statements below) */
-#define KEY_COLUMN ", concurrency_key) "
+/* the attempt carries its request's concurrency_key and spread_key (the limits and the
+ * spread term count attempts by them); a database still at 0.1.0 has no such columns
+ * (the _LEGACY statements below) */
+#define KEY_COLUMN ", concurrency_key, spread_key) "
 #define KEY_VALUE(request) \
-	", (SELECT q.concurrency_key FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) " request ")"
+	", (SELECT q.concurrency_key FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) " request "), " \
+	"  (SELECT q.spread_key FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) " request ")"
 #define NO_KEY_COLUMN ") "
 #define NO_KEY_VALUE(request) ""
 #define ATTEMPT_LEASE(at, ttl) \
@@ -166,17 +168,6 @@ static SchedStatement reservation_writes_legacy = RESERVATION_WRITES(NO_KEY_COLU
 static SchedStatement reservation_writes_batch = RESERVATION_WRITES_BATCH(KEY_COLUMN, KEY_VALUE);
 static SchedStatement reservation_writes_batch_legacy = RESERVATION_WRITES_BATCH(NO_KEY_COLUMN, NO_KEY_VALUE);
 
-static Datum
-array_of(Datum *elems, int n, Oid type)
-{
-	int16		len;
-	bool		byval;
-	char		align;
-
-	get_typlenbyvalalign(type, &len, &byval, &align);
-	return PointerGetDatum(construct_array(elems, n, type, len, byval, align));
-}
-
 void
 sched_batch_flush(SchedBatch *cache)
 {
@@ -211,10 +202,10 @@ sched_batch_flush(SchedBatch *cache)
 		cols[12][i] = UUIDPGetDatum(&r->attempt_id);
 	}
 	for (k = 0; k < 13; k++)
-		v[k] = array_of(cols[k], n, types[k]);
+		v[k] = sched_array_of(cols[k], n, types[k]);
 	v[13] = TimestampTzGetDatum(cache->at);
 	v[14] = Float8GetDatum((double) sched_lease_ttl_s);
-	sched_spi_exec(sched_schema_has_limits() ? &reservation_writes_batch : &reservation_writes_batch_legacy,
+	sched_spi_exec(sched_schema_is_0_2() ? &reservation_writes_batch : &reservation_writes_batch_legacy,
 				   v, NULL, false, 1, SPI_OK_SELECT);
 	if (sched_spi_int64(0, 1) != n || sched_spi_int64(0, 2) != n)
 		elog(ERROR, "pg_sched: batched reservation wrote " INT64_FORMAT " of %d requests",
@@ -252,22 +243,40 @@ sched_batch_count_pending(const SchedBatch *cache, SchedFleetRow *row)
 	}
 }
 
-/* An ended attempt's release: the worker's slot, then (lock order) the node's resources. */
-static SchedStatement release_worker = {
-	"UPDATE sched.worker w SET live_attempts = w.live_attempts OPERATOR(pg_catalog.-) 1 "
+/* A reservation's counters moved by one attempt (+1: taken, -1: released): the worker's
+ * slot, then (lock order) the node's resources. */
+static SchedStatement adjust_worker = {
+	"UPDATE sched.worker w SET live_attempts = w.live_attempts OPERATOR(pg_catalog.+) $2 "
 	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
-	1, {UUIDOID}
+	2, {UUIDOID, INT4OID}
 };
 
-static SchedStatement release_node = {
+static SchedStatement adjust_node = {
 	"UPDATE sched.node n SET "
-	"       reserved_cpu_millis = n.reserved_cpu_millis OPERATOR(pg_catalog.-) $2, "
-	"       reserved_memory_mb = n.reserved_memory_mb OPERATOR(pg_catalog.-) $3, "
-	"       reserved_gpus = n.reserved_gpus OPERATOR(pg_catalog.-) $4, "
-	"       live_attempts = n.live_attempts OPERATOR(pg_catalog.-) 1 "
+	"       reserved_cpu_millis = n.reserved_cpu_millis OPERATOR(pg_catalog.+) $2, "
+	"       reserved_memory_mb = n.reserved_memory_mb OPERATOR(pg_catalog.+) $3, "
+	"       reserved_gpus = n.reserved_gpus OPERATOR(pg_catalog.+) $4, "
+	"       live_attempts = n.live_attempts OPERATOR(pg_catalog.+) $5 "
 	" WHERE n.node_id OPERATOR(pg_catalog.=) $1",
-	4, {TEXTOID, INT4OID, INT8OID, INT4OID}
+	5, {TEXTOID, INT4OID, INT8OID, INT4OID, INT4OID}
 };
+
+static void
+adjust_reservation(const pg_uuid_t *worker_id, const char *node_id, int sign,
+				   int32 reserve_cpu_millis, int64 reserve_memory_mb, int32 reserve_gpus)
+{
+	Datum		v[5];
+
+	v[0] = UUIDPGetDatum(worker_id);
+	v[1] = Int32GetDatum(sign);
+	sched_spi_exec(&adjust_worker, v, NULL, false, 0, SPI_OK_UPDATE);
+	v[0] = CStringGetTextDatum(node_id);
+	v[1] = Int32GetDatum(sign * reserve_cpu_millis);
+	v[2] = Int64GetDatum(sign * reserve_memory_mb);
+	v[3] = Int32GetDatum(sign * reserve_gpus);
+	v[4] = Int32GetDatum(sign);
+	sched_spi_exec(&adjust_node, v, NULL, false, 0, SPI_OK_UPDATE);
+}
 
 /*
  * Releases what a reservation took: one slot of the worker, the reserved resources of
@@ -278,15 +287,14 @@ void
 sched_release_reservation(const pg_uuid_t *worker_id, const char *node_id,
 						  int32 reserve_cpu_millis, int64 reserve_memory_mb, int32 reserve_gpus)
 {
-	Datum		v[4];
+	adjust_reservation(worker_id, node_id, -1, reserve_cpu_millis, reserve_memory_mb, reserve_gpus);
+}
 
-	v[0] = UUIDPGetDatum(worker_id);
-	sched_spi_exec(&release_worker, v, NULL, false, 0, SPI_OK_UPDATE);
-	v[0] = CStringGetTextDatum(node_id);
-	v[1] = Int32GetDatum(reserve_cpu_millis);
-	v[2] = Int64GetDatum(reserve_memory_mb);
-	v[3] = Int32GetDatum(reserve_gpus);
-	sched_spi_exec(&release_node, v, NULL, false, 0, SPI_OK_UPDATE);
+void
+sched_hold_reservation(const pg_uuid_t *worker_id, const char *node_id,
+					   int32 reserve_cpu_millis, int64 reserve_memory_mb, int32 reserve_gpus)
+{
+	adjust_reservation(worker_id, node_id, 1, reserve_cpu_millis, reserve_memory_mb, reserve_gpus);
 }
 
 /* Writes one reservation at once (dispatch_attempt, or a call that does not defer). */
@@ -310,7 +318,7 @@ sched_write_reservation(const SchedReservationWrite *r, TimestampTz at)
 	v[12] = TimestampTzGetDatum(at);
 	v[13] = Float8GetDatum((double) sched_lease_ttl_s);
 	v[14] = UUIDPGetDatum(&r->attempt_id);
-	sched_spi_exec(sched_schema_has_limits() ? &reservation_writes : &reservation_writes_legacy,
+	sched_spi_exec(sched_schema_is_0_2() ? &reservation_writes : &reservation_writes_legacy,
 				   v, NULL, false, 1, SPI_OK_SELECT);
 	if (sched_spi_int64(0, 1) != 3)
 		elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " wrote an unexpected number of rows",
@@ -375,6 +383,37 @@ sched_batch_fleet(SchedBatch *cache, const char *capability, bool all_nodes)
 	}
 	MemoryContextSwitchTo(old);
 	return &e->fleet;
+}
+
+void
+sched_batch_forget_fleets(SchedBatch *cache)
+{
+	if (cache != NULL)
+		cache->count = 0;		/* the entries' memory lives as long as the call */
+}
+
+bool
+sched_batch_gang_tried(SchedBatch *cache, const pg_uuid_t *gang_id)
+{
+	int			i;
+
+	if (cache == NULL)
+		return false;
+	for (i = 0; i < cache->ngangs_tried; i++)
+		if (memcmp(&cache->gangs_tried[i], gang_id, sizeof(pg_uuid_t)) == 0)
+			return true;
+	if (cache->ngangs_tried == cache->gangs_tried_size)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cache->cxt);
+
+		cache->gangs_tried_size = Max(8, cache->gangs_tried_size * 2);
+		cache->gangs_tried = cache->gangs_tried == NULL
+			? palloc(sizeof(pg_uuid_t) * cache->gangs_tried_size)
+			: repalloc(cache->gangs_tried, sizeof(pg_uuid_t) * cache->gangs_tried_size);
+		MemoryContextSwitchTo(old);
+	}
+	cache->gangs_tried[cache->ngangs_tried++] = *gang_id;
+	return false;
 }
 
 void

@@ -157,8 +157,8 @@ evaluate_shape(Datum *v, bool *n, TimestampTz at, List **fleets, ShapeEntry *e)
 	memset(&args, 0, sizeof(args));
 	p->capability = TextDatumGetCString(v[PS_CAPABILITY - 1]);
 	p->capability_version = TextDatumGetCString(v[PS_VERSION - 1]);
-	sched_labels_from_jsonb(DatumGetJsonbP(v[PS_REQUIRED - 1]), "required_labels",
-							&p->required_labels);
+	sched_required_labels_from_jsonb(DatumGetJsonbP(v[PS_REQUIRED - 1]), "required_labels",
+									 &p->required_labels);
 	p->min_cpu_millis = DatumGetInt32(v[PS_MIN_CPU - 1]);
 	p->min_memory_mb = DatumGetInt64(v[PS_MIN_MEM - 1]);
 	p->min_gpus = DatumGetInt32(v[PS_MIN_GPUS - 1]);

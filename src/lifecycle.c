@@ -36,6 +36,7 @@
 #include "utils/timestamp.h"
 
 #include "batch.h"
+#include "lifecycle.h"
 #include "privileges.h"
 #include "settings.h"
 #include "spi_util.h"
@@ -82,6 +83,30 @@ typedef struct AttemptRow
 static SchedStatement attempt_lock = {
 	ATTEMPT_COLUMNS " WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
 	1, {UUIDOID}
+};
+
+/* a preemption's victim, live, taken without waiting */
+static SchedStatement attempt_lock_live_skip = {
+	ATTEMPT_COLUMNS " WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 "
+	"   AND x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
+	" FOR UPDATE OF x SKIP LOCKED",
+	1, {UUIDOID}
+};
+
+/* holds (preemption) whose time passed, or whose request waits no more: released */
+static SchedStatement holds_ended = {
+	"SELECT r.request_id, r.held_worker_id, r.held_node_id, r.reserve_cpu_millis, "
+	"       r.reserve_memory_mb, r.reserve_gpus FROM sched.request r "
+	" WHERE r.held_until IS NOT NULL AND (r.held_until OPERATOR(pg_catalog.<=) $1 "
+	"       OR r.state OPERATOR(pg_catalog.<>) ALL ('{PENDING,CLAIMED}'::pg_catalog.text[])) "
+	" ORDER BY r.held_until, r.request_id FOR UPDATE OF r SKIP LOCKED",
+	1, {TIMESTAMPTZOID}
+};
+
+static SchedStatement hold_cleared = {
+	"UPDATE sched.request SET held_node_id = NULL, held_worker_id = NULL, held_until = NULL "
+	" WHERE request_id OPERATOR(pg_catalog.=) $1",
+	1, {INT8OID}
 };
 
 /* live attempts whose lease expired, oldest first; a concurrent finish holds its own */
@@ -184,22 +209,26 @@ static SchedStatement execution_update = {
 	1, {UUIDOID}
 };
 
-/* the retry: the same step as attempt_number + 1, avoiding the node ($4) */
+/* the retry: the same step as attempt_number + 1, avoiding the node ($4), with $5 more
+ * attempts allowed (a preempted attempt does not use one up); a gang member's retry is
+ * a request of its own (a gang is placed whole once) */
 static SchedStatement request_retry = {
 	"INSERT INTO sched.request AS r ( "
 	"    execution_id, step_id, attempt_number, tenant, priority, capability, capability_version, "
 	"    required_labels, preferred_labels, min_cpu_millis, min_memory_mb, min_gpus, "
 	"    reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts, "
-	"    state, queued_at, available_at, sort_key, avoid_node_id, payload, concurrency_key) "
+	"    state, queued_at, available_at, sort_key, avoid_node_id, payload, concurrency_key, spread_key, "
+	"    preemptible) "
 	"SELECT q.execution_id, q.step_id, $2, q.tenant, q.priority, q.capability, "
 	"       q.capability_version, q.required_labels, q.preferred_labels, q.min_cpu_millis, "
 	"       q.min_memory_mb, q.min_gpus, q.reserve_cpu_millis, q.reserve_memory_mb, "
-	"       q.reserve_gpus, q.node_id, q.max_attempts, 'PENDING', $3, $3, "
-	"       sched._queue_key(q.priority, $3), $4, q.payload, q.concurrency_key "
+	"       q.reserve_gpus, q.node_id, q.max_attempts OPERATOR(pg_catalog.+) $5, 'PENDING', $3, $3, "
+	"       sched._queue_key(q.priority, $3), $4, q.payload, q.concurrency_key, q.spread_key, "
+	"       q.preemptible "
 	"  FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) $1 "
 	"ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING "
 	"RETURNING r.request_id",
-	4, {INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID}
+	5, {INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID}
 };
 
 static SchedStatement execution_closed = {
@@ -261,15 +290,17 @@ static SchedStatement worker_generation = {
 };
 
 /* commands of attempts that already ended (lost, failed, cancelled) are not delivered:
- * the worker could only be refused on them; commands an earlier session of the worker
- * did not receive go to the current one (nothing else ever will) */
+ * the worker could only be refused on them, except the CANCEL of a preempted attempt,
+ * which ended before its worker stopped it (preemption.c); commands an earlier session
+ * of the worker did not receive go to the current one (nothing else ever will) */
 static SchedStatement commands_delivered = {
 	"WITH next AS ( "
 	"    SELECT c.command_id FROM sched.command c "
 	"      JOIN sched.attempt a ON a.attempt_id OPERATOR(pg_catalog.=) c.attempt_id "
 	"     WHERE c.worker_id OPERATOR(pg_catalog.=) $1 AND c.delivered_at IS NULL "
 	"       AND c.worker_generation OPERATOR(pg_catalog.<=) $2 "
-	"       AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
+	"       AND (a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
+	"            OR (c.kind OPERATOR(pg_catalog.=) 'CANCEL' AND a.status OPERATOR(pg_catalog.=) 'PREEMPTED')) "
 	"     ORDER BY c.command_id "
 	"     LIMIT $3 "
 	"     FOR UPDATE OF c SKIP LOCKED "
@@ -546,11 +577,12 @@ close_execution(const pg_uuid_t *execution_id, const char *status, TimestampTz a
 }
 
 /*
- * Ends live attempt `a` (locked by the caller) with status SUCCEEDED, FAILED, CANCELLED
- * or LOST: releases its slot and reservations, records the milestone, and for FAILED and
- * LOST requeues the step as attempt_number + 1 (retry backoff 1 s doubling, at most
- * sched.retry_backoff_max; the retry avoids this node when another is eligible) while
- * attempts remain, else fails the execution.  Returns true.
+ * Ends live attempt `a` (locked by the caller) with status SUCCEEDED, FAILED, CANCELLED,
+ * LOST or PREEMPTED: releases its slot and reservations, records the milestone, and for
+ * FAILED and LOST requeues the step as attempt_number + 1 (retry backoff 1 s doubling, at
+ * most sched.retry_backoff_max; the retry avoids this node when another is eligible)
+ * while attempts remain, else fails the execution.  PREEMPTED requeues it at once, with
+ * max_attempts one higher: a preemption uses up no attempt.  Returns true.
  *
  * no_wait (the reaper): the execution, worker and node rows are taken with SKIP LOCKED
  * before anything is written; when another transaction holds one, nothing is written
@@ -565,6 +597,7 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	Datum		v[4];
 	char		n[4] = {' ', ' ', ' ', ' '};
 	int32		max_attempts;
+	bool		preempted = strcmp(status, "PREEMPTED") == 0;
 	bool		failed = strcmp(status, "FAILED") == 0 || strcmp(status, "LOST") == 0;
 	bool		will_retry;
 	char	   *exec_status;
@@ -574,7 +607,7 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	v[0] = Int64GetDatum(a->request_id);
 	sched_spi_exec(&request_of_attempt, v, NULL, false, 0, SPI_OK_SELECT);
 	max_attempts = (int32) sched_spi_int64(0, 1);
-	will_retry = failed && a->attempt_number < max_attempts;
+	will_retry = preempted || (failed && a->attempt_number < max_attempts);
 
 	/* the execution before the worker and node (lock order); exclusive only to fail it */
 	if (no_wait)
@@ -607,6 +640,8 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 		title = "Attempt failed";
 	else if (strcmp(status, "CANCELLED") == 0)
 		title = "Attempt cancelled";
+	else if (preempted)
+		title = "Attempt preempted";
 	else
 		title = "Attempt lost: lease expired";
 	v[0] = CStringGetTextDatum(a->node_id);
@@ -617,10 +652,11 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	key = psprintf("step.attempt.%s:%s:%d", lower_status(status), sched_uuid_out(&a->step_id),
 				   a->attempt_number);
 	add_milestone(&a->execution_id, key, "EXECUTION", &a->step_id, a->attempt_number,
-				  &a->attempt_id, status, strcmp(status, "LOST") == 0 ? "Reaper" : "Worker",
+				  &a->attempt_id, status,
+				  strcmp(status, "LOST") == 0 ? "Reaper" : preempted ? "Scheduler" : "Worker",
 				  title, jsonb_of(&detail_ended, v, n), at);
 
-	if (!failed || exec_status == NULL || !execution_open(exec_status))
+	if (!(failed || preempted) || exec_status == NULL || !execution_open(exec_status))
 		return true;
 	if (!will_retry)
 	{
@@ -629,17 +665,19 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	}
 
 	{
-		double		backoff_s = Min(pow(2.0, (double) (a->attempt_number - 1)),
-									(double) sched_retry_backoff_max_s);
+		double		backoff_s = preempted ? 0 : Min(pow(2.0, (double) (a->attempt_number - 1)),
+												 (double) sched_retry_backoff_max_s);
 		TimestampTz retry_at = at + (int64) (backoff_s * USECS_PER_SEC);
 		bool		isnull;
 		char		nn[4] = {' ', ' ', ' ', ' '};
+		Datum		r[5];
 
-		v[0] = Int64GetDatum(a->request_id);
-		v[1] = Int32GetDatum(a->attempt_number + 1);
-		v[2] = TimestampTzGetDatum(retry_at);
-		v[3] = CStringGetTextDatum(a->node_id);
-		sched_spi_exec(&request_retry, v, NULL, false, 0, SPI_OK_INSERT_RETURNING);
+		r[0] = Int64GetDatum(a->request_id);
+		r[1] = Int32GetDatum(a->attempt_number + 1);
+		r[2] = TimestampTzGetDatum(retry_at);
+		r[3] = CStringGetTextDatum(a->node_id);
+		r[4] = Int32GetDatum(preempted ? 1 : 0);
+		sched_spi_exec(&request_retry, r, NULL, false, 0, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed > 0)
 			v[0] = sched_spi_get(0, 1, &isnull);
 		else
@@ -653,6 +691,94 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 					  NULL, "QUEUED", "Scheduler", "Requeued for retry", detail, at);
 	}
 	return true;
+}
+
+bool
+sched_preempt_attempt(const pg_uuid_t *attempt_id, int64 preemptor_request_id,
+					  TimestampTz at)
+{
+	AttemptRow	a;
+	Datum		v[6];
+	Jsonb	   *detail;
+	char	   *key;
+
+	v[0] = UUIDPGetDatum(attempt_id);
+	sched_spi_exec(&attempt_lock_live_skip, v, NULL, false, 1, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	attempt_from_spi(0, &a);
+	detail = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
+		psprintf("{\"preempted_by_request_id\": " INT64_FORMAT "}", preemptor_request_id))));
+	if (!end_attempt(&a, "PREEMPTED", detail, at, true))
+		return false;
+	/* the worker stops it: a CANCEL, as for a cancelled execution */
+	v[0] = UUIDPGetDatum(&a.worker_id);
+	v[1] = Int64GetDatum(a.worker_generation);
+	v[2] = UUIDPGetDatum(&a.attempt_id);
+	v[3] = Int64GetDatum(a.lease_version);
+	v[4] = Int64GetDatum(a.request_id);
+	v[5] = TimestampTzGetDatum(at);
+	sched_spi_exec(&cancel_command, v, NULL, false, 0, SPI_OK_INSERT);
+	sched_wake_worker(&a.worker_id);
+	v[0] = UUIDPGetDatum(&a.worker_id);
+	key = psprintf("step.cancel.sent:%s:%d", sched_uuid_out(&a.step_id), a.attempt_number);
+	add_milestone(&a.execution_id, key, "EXECUTION", &a.step_id, a.attempt_number,
+				  &a.attempt_id, "CANCELLING", "Scheduler", "Cancel sent to worker (preempted)",
+				  jsonb_of(&detail_cancel_sent, v, NULL), at);
+	return true;
+}
+
+/*
+ * Releases the holds (preemption.c) that ended: their time passed, or their request no
+ * longer waits (dispatched holds are released by the dispatch itself).  Rows another
+ * transaction holds are left for the next time.  Returns how many.
+ */
+static int
+release_ended_holds(TimestampTz at)
+{
+	Datum		v[1] = {TimestampTzGetDatum(at)};
+	int			n;
+	int			i;
+	int			released = 0;
+	int64	   *ids;
+	pg_uuid_t  *workers;
+	char	  **nodes;
+	int32	   *cpu;
+	int64	   *mem;
+	int32	   *gpus;
+
+	sched_spi_exec(&holds_ended, v, NULL, false, 0, SPI_OK_SELECT);
+	n = (int) SPI_processed;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	workers = palloc(sizeof(pg_uuid_t) * Max(n, 1));
+	nodes = palloc(sizeof(char *) * Max(n, 1));
+	cpu = palloc(sizeof(int32) * Max(n, 1));
+	mem = palloc(sizeof(int64) * Max(n, 1));
+	gpus = palloc(sizeof(int32) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = sched_spi_int64(i, 1);
+		workers[i] = *DatumGetUUIDP(sched_spi_get(i, 2, &isnull));
+		nodes[i] = sched_spi_text(i, 3);
+		cpu[i] = (int32) sched_spi_int64(i, 4);
+		mem[i] = sched_spi_int64(i, 5);
+		gpus[i] = (int32) sched_spi_int64(i, 6);
+	}
+	for (i = 0; i < n; i++)
+	{
+		Datum		w[1] = {UUIDPGetDatum(&workers[i])};
+
+		sched_spi_exec(&pair_lock_skip, w, NULL, false, 0, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			continue;			/* a dispatch holds the pair: next time */
+		sched_release_reservation(&workers[i], nodes[i], cpu[i], mem[i], gpus[i]);
+		w[0] = Int64GetDatum(ids[i]);
+		sched_spi_exec(&hold_cleared, w, NULL, false, 0, SPI_OK_UPDATE);
+		released++;
+	}
+	return released;
 }
 
 /* ---- the SQL functions ---------------------------------------------------------------- */
@@ -1095,6 +1221,8 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 			lost++;
 	}
 	SPI_cursor_close(portal);
+	if (sched_schema_is_0_2())
+		(void) release_ended_holds(at);
 	sched_spi_exec(&expired_claims_returned, v, NULL, false, 0, SPI_OK_UPDATE);
 	sched_spi_exec(&tenant_live_pruned, NULL, NULL, false, 0, SPI_OK_DELETE);
 	SPI_finish();

@@ -5,6 +5,8 @@
  */
 #include "placement.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +85,236 @@ sched_labels_matching(const SchedLabelSet *have, const SchedLabelSet *wanted)
 	return matches;
 }
 
+bool
+sched_label_number(const char *s, double *out)
+{
+	const char *q = s;
+	char	   *end;
+	double		v;
+
+	/* the grammar first: strtod alone would take spaces, "+", hex, "inf" and "nan" */
+	if (*q == '-')
+		q++;
+	if (!(*q >= '0' && *q <= '9'))
+		return false;
+	while (*q >= '0' && *q <= '9')
+		q++;
+	if (*q == '.')
+	{
+		q++;
+		if (!(*q >= '0' && *q <= '9'))
+			return false;
+		while (*q >= '0' && *q <= '9')
+			q++;
+	}
+	if (*q == 'e' || *q == 'E')
+	{
+		q++;
+		if (*q == '+' || *q == '-')
+			q++;
+		if (!(*q >= '0' && *q <= '9'))
+			return false;
+		while (*q >= '0' && *q <= '9')
+			q++;
+	}
+	if (*q != '\0')
+		return false;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end != q || (errno == ERANGE && (v == 0.0 || isinf(v))))
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Reads one version at *s (advancing it); false when there is none there. */
+static bool
+read_version(const char **s, SchedVersion *out)
+{
+	const char *q = *s;
+
+	out->nparts = 0;
+	for (;;)
+	{
+		int32_t		part = 0;
+		int			digits = 0;
+
+		while (*q >= '0' && *q <= '9')
+		{
+			if (++digits > 9)
+				return false;
+			part = part * 10 + (*q - '0');
+			q++;
+		}
+		if (digits == 0 || out->nparts == SCHED_MAX_VERSION_PARTS)
+			return false;
+		out->parts[out->nparts++] = part;
+		if (*q != '.')
+			break;
+		q++;
+	}
+	*s = q;
+	return true;
+}
+
+bool
+sched_version_parse(const char *s, SchedVersion *out)
+{
+	return read_version(&s, out) && *s == '\0';
+}
+
+int
+sched_version_cmp(const SchedVersion *a, const SchedVersion *b)
+{
+	int			n = a->nparts > b->nparts ? a->nparts : b->nparts;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		int32_t		x = i < a->nparts ? a->parts[i] : 0;
+		int32_t		y = i < b->nparts ? b->parts[i] : 0;
+
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	return 0;
+}
+
+static const char *
+skip_spaces(const char *q)
+{
+	while (*q == ' ')
+		q++;
+	return q;
+}
+
+int
+sched_version_range_parse(const char *s, SchedVersionBound *bounds)
+{
+	const char *q = s;
+	int			n = 0;
+
+	for (;;)
+	{
+		SchedVersionCmp cmp = SCHED_VCMP_EQ;
+
+		if (n == SCHED_MAX_VERSION_BOUNDS)
+			return -1;
+		q = skip_spaces(q);
+		if (q[0] == '!' && q[1] == '=')
+			cmp = SCHED_VCMP_NE, q += 2;
+		else if (q[0] == '>' && q[1] == '=')
+			cmp = SCHED_VCMP_GE, q += 2;
+		else if (q[0] == '<' && q[1] == '=')
+			cmp = SCHED_VCMP_LE, q += 2;
+		else if (q[0] == '>')
+			cmp = SCHED_VCMP_GT, q++;
+		else if (q[0] == '<')
+			cmp = SCHED_VCMP_LT, q++;
+		else if (q[0] == '=')
+			q++;
+		q = skip_spaces(q);
+		if (!read_version(&q, &bounds[n].version))
+			return -1;
+		bounds[n++].cmp = cmp;
+		q = skip_spaces(q);
+		if (*q == '\0')
+			return n;
+		if (*q != ',')
+			return -1;
+		q++;
+	}
+}
+
+bool
+sched_version_in_range(const SchedVersion *v, const SchedVersionBound *bounds, int nbounds)
+{
+	int			i;
+
+	for (i = 0; i < nbounds; i++)
+	{
+		int			c = sched_version_cmp(v, &bounds[i].version);
+		bool		ok;
+
+		switch (bounds[i].cmp)
+		{
+			case SCHED_VCMP_EQ:
+				ok = c == 0;
+				break;
+			case SCHED_VCMP_NE:
+				ok = c != 0;
+				break;
+			case SCHED_VCMP_GT:
+				ok = c > 0;
+				break;
+			case SCHED_VCMP_GE:
+				ok = c >= 0;
+				break;
+			case SCHED_VCMP_LT:
+				ok = c < 0;
+				break;
+			default:
+				ok = c <= 0;
+				break;
+		}
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static bool
+value_listed(const char *v, const SchedLabel *req)
+{
+	int			i;
+
+	for (i = 0; i < req->nvalues; i++)
+		if (strcmp(v, req->values[i]) == 0)
+			return true;
+	return false;
+}
+
+bool
+sched_label_satisfied(const SchedLabel *req, const SchedLabelSet *have)
+{
+	const char *v = sched_labels_get(have, req->key);
+	double		number;
+	SchedVersion version;
+
+	switch (req->op)
+	{
+		case SCHED_LABEL_EQ:
+			return v != NULL && strcmp(v, req->value) == 0;
+		case SCHED_LABEL_IN:
+			return v != NULL && value_listed(v, req);
+		case SCHED_LABEL_NOT_IN:
+			return v == NULL || !value_listed(v, req);
+		case SCHED_LABEL_EXISTS:
+			return v != NULL;
+		case SCHED_LABEL_NOT_EXISTS:
+			return v == NULL;
+		case SCHED_LABEL_GT:
+			return v != NULL && sched_label_number(v, &number) && number > req->number;
+		case SCHED_LABEL_LT:
+			return v != NULL && sched_label_number(v, &number) && number < req->number;
+		case SCHED_LABEL_VERSION:
+			return v != NULL && sched_version_parse(v, &version) &&
+				sched_version_in_range(&version, req->bounds, req->nbounds);
+	}
+	return false;
+}
+
+int
+sched_labels_first_unmet(const SchedLabelSet *have, const SchedLabelSet *required)
+{
+	int			i;
+
+	for (i = 0; i < required->count; i++)
+		if (!sched_label_satisfied(&required->items[i], have))
+			return i;
+	return -1;
+}
+
 static bool
 serves_version(const SchedCandidate *c, const char *version)
 {
@@ -122,7 +354,7 @@ sched_admission(const SchedPlacement *p, const SchedCandidate *c)
 		if (!serves_version(c, p->capability_version))
 			r |= SCHED_REASON_BIT(SCHED_R_CAPABILITY_VERSION_MISSING);
 	}
-	if (sched_labels_matching(&c->labels, &p->required_labels) != p->required_labels.count)
+	if (sched_labels_first_unmet(&c->labels, &p->required_labels) >= 0)
 		r |= SCHED_REASON_BIT(SCHED_R_REQUIRED_LABELS_MISMATCH);
 	if (c->cpu_millis < max64(p->min_cpu_millis, p->reserve_cpu_millis))
 		r |= SCHED_REASON_BIT(SCHED_R_INSUFFICIENT_CPU);
@@ -157,6 +389,7 @@ sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out)
 	out->preferred_matches = sched_labels_matching(&c->labels, &p->preferred_labels);
 	out->weight = sched_effective_weight(c->weight);
 	out->running_attempts = c->node_live_attempts;
+	out->spread_matches = 0;
 	out->held = false;
 	out->score = (int64_t) out->preferred_matches * 1000000
 		+ (int64_t) out->weight * 1000
@@ -171,6 +404,13 @@ sched_verdict_add(SchedVerdict verdict, SchedReasonSet reasons)
 		: SCHED_VERDICT_STATIC;
 
 	return node > verdict ? node : verdict;
+}
+
+void
+sched_score_add_spread(SchedRanked *r, int matches)
+{
+	r->spread_matches += matches;
+	r->score -= (int64_t) matches * SCHED_SCORE_PER_SPREAD_MATCH;
 }
 
 void
@@ -245,4 +485,97 @@ sched_format_summary(char *buf, size_t cap, int nodes, int eligible,
 			   sched_reason_names[order[i]]);
 #undef APPEND
 	return len;
+}
+
+/* c with the victims marked in `removed` gone */
+static SchedCandidate
+without_victims(const SchedCandidate *c, const SchedVictim *v, int n, const bool *removed)
+{
+	SchedCandidate r = *c;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (!removed[i])
+			continue;
+		r.node_live_attempts--;
+		if (v[i].on_worker)
+			r.worker_live_attempts--;
+		r.reserved_cpu_millis -= v[i].reserve_cpu_millis;
+		r.reserved_memory_mb -= v[i].reserve_memory_mb;
+		r.reserved_gpus -= v[i].reserve_gpus;
+	}
+	return r;
+}
+
+/* Sorts victim indexes into reprieve order: the highest priority first, then the oldest
+ * (smallest dispatched_at), then the index (insertion sort: stable, no allocation). */
+static void
+sort_reprieve(const SchedVictim *victims, int *order, int n)
+{
+	int			i;
+	int			j;
+
+	for (i = 1; i < n; i++)
+	{
+		int			x = order[i];
+
+		for (j = i - 1; j >= 0; j--)
+		{
+			const SchedVictim *a = &victims[order[j]];
+			const SchedVictim *b = &victims[x];
+			bool		after = a->priority < b->priority ||
+				(a->priority == b->priority && a->dispatched_at > b->dispatched_at) ||
+				(a->priority == b->priority && a->dispatched_at == b->dispatched_at && order[j] > x);
+
+			if (!after)
+				break;
+			order[j + 1] = order[j];
+		}
+		order[j + 1] = x;
+	}
+}
+
+int
+sched_preemption_victims(const SchedPlacement *p, const SchedCandidate *c,
+						 const SchedVictim *victims, int n, int *order, bool *chosen)
+{
+	SchedCandidate without;
+	int			count = n;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		chosen[i] = true;
+		order[i] = i;
+	}
+	without = without_victims(c, victims, n, chosen);
+	if (sched_admission(p, &without) != 0)
+	{
+		for (i = 0; i < n; i++)
+			chosen[i] = false;
+		return -1;
+	}
+	sort_reprieve(victims, order, n);
+	for (i = 0; i < n; i++)
+	{
+		chosen[order[i]] = false;
+		without = without_victims(c, victims, n, chosen);
+		if (sched_admission(p, &without) != 0)
+			chosen[order[i]] = true;	/* needed: it goes */
+		else
+			count--;
+	}
+	return count;
+}
+
+int
+sched_preemption_cmp(int victims_a, int32_t top_priority_a, const char *node_a,
+					 int victims_b, int32_t top_priority_b, const char *node_b)
+{
+	if (victims_a != victims_b)
+		return victims_a < victims_b ? -1 : 1;
+	if (top_priority_a != top_priority_b)
+		return top_priority_a < top_priority_b ? -1 : 1;
+	return strcmp(node_a, node_b);
 }

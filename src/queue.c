@@ -675,13 +675,46 @@ judge_placement(ShapeJudge *j, const SchedPlacement *p)
 	return v;
 }
 
+/*
+ * With sched.preemption on, a request that waits for capacity may still make room by
+ * preempting (preemption.c), and a request that holds room from its preemption looks as
+ * if it waited (its own hold fills the node) while it is the one to take it: then no
+ * shape is left out of the scan or passed over.  Set at the start of each call.
+ */
+static bool skip_waiting_shapes = true;
+
+static SchedStatement any_hold = {
+	"SELECT EXISTS (SELECT 1 FROM sched.request r WHERE r.held_until IS NOT NULL)",
+	0, {InvalidOid}
+};
+
+static bool
+waiting_shapes_skipped(void)
+{
+	return skip_waiting_shapes;
+}
+
+static void
+decide_waiting_shapes(void)
+{
+	bool		isnull;
+
+	skip_waiting_shapes = !sched_preemption;
+	if (skip_waiting_shapes && sched_schema_is_0_2())
+	{
+		sched_spi_exec(&any_hold, NULL, NULL, true, 1, SPI_OK_SELECT);
+		skip_waiting_shapes = !DatumGetBool(sched_spi_get(0, 1, &isnull));
+	}
+}
+
 static void
 set_verdict(ShapeJudge *j, ShapeEntry *e, SchedVerdict v, QueueScan *q)
 {
 	if (e->verdict != SCHED_VERDICT_WAITS && v == SCHED_VERDICT_WAITS)
 	{
 		j->not_waiting--;
-		queue_exclude_shape(q, e->shape);
+		if (waiting_shapes_skipped())
+			queue_exclude_shape(q, e->shape);
 	}
 	e->verdict = v;
 	e->judged_at = j->placements;
@@ -753,7 +786,7 @@ worth_trying(ShapeJudge *j, ShapeEntry *e, QueueScan *q)
 		return true;
 	if (e->verdict != SCHED_VERDICT_WAITS && e->judged_at < j->placements)
 		set_verdict(j, e, judge_placement(j, &e->args.p), q);
-	return e->verdict != SCHED_VERDICT_WAITS;
+	return e->verdict != SCHED_VERDICT_WAITS || !waiting_shapes_skipped();
 }
 
 /*
@@ -795,6 +828,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	queue_begin(&q, at, capability, tenant);
 	q.with_shapes = true;
+	decide_waiting_shapes();
 	outer = CurrentMemoryContext;
 	per_request = AllocSetContextCreate(outer, "pg_sched dispatch_next request",
 										ALLOCSET_DEFAULT_SIZES);
@@ -815,7 +849,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 	judge_ready_shapes(&judge, &q);
 
 	while (dispatched < max_dispatches && scanned < (int64) max_dispatches * 4 + 64 &&
-		   !(judge.all_known && judge.not_waiting == 0))
+		   !(judge.all_known && judge.not_waiting == 0 && waiting_shapes_skipped()))
 	{
 		QueueTenant *t;
 		SchedStepKey key;
@@ -846,6 +880,18 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 			if (strcmp(res.outcome, "DISPATCHED") == 0)
 			{
+				dispatched++;
+				judge.placements++;
+				if (t != NULL)
+					t->live++;
+			}
+			/* a gang placed whole: a row for each of its other members, each counted
+			 * against max_dispatches (the call may end up to gang_size - 1 over it) */
+			for (int g = 0; g < res.ngang; g++)
+			{
+				sched_counters_add(&res.gang[g]);
+				sched_dispatch_result_values(&res.gang[g], values, nulls);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 				dispatched++;
 				judge.placements++;
 				if (t != NULL)

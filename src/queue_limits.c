@@ -166,7 +166,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	memset(out, 0, sizeof(*out));
 	if (cache != NULL && cache->limits_known == 1)
 		return;
-	if (!sched_schema_has_limits())
+	if (!sched_schema_is_0_2())
 		return;					/* still at 0.1.0: no limits there */
 	if (cache != NULL && cache->limits_known == 0)
 	{

@@ -18,6 +18,13 @@
  *      and its tenant (queue_limits.c), taken only by dispatch and never waited for;
  *   5. the worker row, then its node row (FOR UPDATE OF both in one statement).
  *
+ * Two placements take more rows, always without waiting (so the order above may be
+ * broken: a lock that is not waited for cannot close a cycle):
+ *   - a gang member (see "Gangs" below): after its own 1, 2 and 4, the gang's row, then
+ *     each other member's 1, 2 and 4, then pairs;
+ *   - a preemption (preemption.c), after the preemptor's own pairs were tried: each
+ *     victim's 3, 4 and 5 (lifecycle.c), then the preemptor's pair.
+ *
  * Worker/node pairs are the contended resource.  A dispatch tries candidates in rank
  * order; a pair whose worker or node row another transaction holds is passed over
  * without locking either row (sched_fleet_pair_locker reads the rows' lockers), so a
@@ -49,6 +56,9 @@
 #include "postgres.h"
 
 #include "reservation.h"
+#include "spread.h"
+#include "gang.h"
+#include "preemption.h"
 #include "privileges.h"
 #include "counters.h"
 #include "batch.h"
@@ -60,6 +70,7 @@
 #include "settings.h"
 #include "wakeup.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
@@ -70,6 +81,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 
 PG_FUNCTION_INFO_V1(sched_dispatch_attempt);
 PG_FUNCTION_INFO_V1(sched_step_lock_key);
@@ -256,13 +268,14 @@ return_existing(const SchedRequestRow *req, SchedDispatchResult *res)
 /* Writes the reservation of pair `row` for request `req`: see the file header. */
 static void
 reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
-		SchedFleetRow *row, SchedBatch *cache, SchedDispatchResult *res)
+		SchedFleetRow *row, int spread_matches, SchedBatch *cache, SchedDispatchResult *res)
 {
 	const SchedPlacement *p = &args->p;
 	SchedRanked scored;
 	SchedReservationWrite w;
 
 	sched_score(p, &row->c, &scored);
+	sched_score_add_spread(&scored, spread_matches);
 	res->attempt_id = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
 	res->has_attempt = true;
 
@@ -527,6 +540,430 @@ still_ready(const SchedRequestRow *req, TimestampTz at)
 	return strcmp(req->state, "CLAIMED") == 0 && req->claimed_until <= at;
 }
 
+/* Leaves out of ranked[0..n-1] the candidates on the nodes of taken; returns the count left. */
+static int
+drop_taken(SchedRanked *ranked, int n, char **taken, int ntaken)
+{
+	int			kept = 0;
+	int			i;
+	int			k;
+
+	if (ntaken == 0)
+		return n;
+	for (i = 0; i < n; i++)
+	{
+		for (k = 0; k < ntaken; k++)
+			if (strcmp(ranked[i].node_id, taken[k]) == 0)
+				break;
+		if (k == ntaken)
+			ranked[kept++] = ranked[i];
+	}
+	return kept;
+}
+
+/*
+ * Stages 2, 3 and 5 for one request, locked and ready: candidates ranked on a fresh
+ * snapshot (minus the nodes in taken: a gang's distinct_nodes), then pairs tried in
+ * rank order until one is reserved.  may_wait: a first dispatch, which may wait once
+ * for the transaction holding the best pair.  False when no pair could be reserved
+ * (res->conflicts counts the candidates held or refused by the re-check).
+ */
+static bool
+place_request(const SchedRequestRow *req, const SchedPlacementArgs *args, bool may_wait,
+			  SchedBatch *cache, char **taken, int ntaken, SchedDispatchResult *res)
+{
+	SchedFleet	local;
+	SchedFleet *fleet = &local;
+	SchedRanked *ranked;
+	int			n;
+	int			i;
+	int		   *skipped;
+	TransactionId *lockers;
+	int			nskipped = 0;
+	bool		holds_pair = false;
+	bool		avoided_last;
+	SchedSpread spread = {0, NULL};
+
+	/* stages 2 and 3 on a fresh snapshot, then 5. pairs in rank order */
+	if (cache != NULL)
+		fleet = sched_batch_fleet(cache, args->p.capability, false);
+	else
+		sched_fleet_read(args->p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, false),
+						 &args->p, &local);
+	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
+	n = sched_fleet_admit(&args->p, fleet, ranked);
+	n = drop_taken(ranked, n, taken, ntaken);
+	if (args->spread_key != NULL && n > 0)
+	{
+		/* the batch's reservations so far count: they are written first */
+		if (cache != NULL && cache->defer)
+			sched_batch_flush(cache);
+		sched_spread_count(args->spread_key, true, fleet, &spread);
+		sched_spread_score(&spread, ranked, n);
+	}
+	res->conflicts += busy_admissible(&args->p, fleet);
+	/* try first what will be best once concurrent reservations commit (inflight.c) */
+	sched_inflight_project(ranked, n, fleet);
+	avoided_last = avoid_last(ranked, n, req->avoid_node_id);
+	skipped = palloc(sizeof(int) * SKIPPED_MAX);
+	lockers = palloc(sizeof(TransactionId) * SKIPPED_MAX);
+	for (i = 0; i < n; i++)
+	{
+		SchedFleetRow fresh;
+		bool		locked;
+		TransactionId locker;
+
+		select_next(ranked, n, i, avoided_last);
+		if (lock_and_recheck(args, &fleet->rows[ranked[i].index], cache, &locked, &locker,
+							 &fresh))
+		{
+			res->held_passed = held_passed(ranked, n, i);
+			reserve(req, args, &fresh, ranked[i].spread_matches, cache, res);
+			return true;
+		}
+		res->conflicts++;
+		if (locked)
+			holds_pair = true;
+		else if (TransactionIdIsValid(locker))
+		{
+			/*
+			 * A batch never waits: the pair stays held until the other transaction
+			 * ends, so it is not tried again in this call (each try costs a heap fetch,
+			 * and under concurrent batches most of the top-ranked pairs are held).
+			 */
+			if (cache != NULL && !may_wait)
+			{
+				fleet->rows[ranked[i].index].busy = true;
+				fleet->busy_count++;
+			}
+			if (nskipped < SKIPPED_MAX)
+			{
+				lockers[nskipped] = locker;
+				skipped[nskipped++] = i;
+			}
+		}
+		else
+			holds_pair = true;	/* the skip-locked join may have kept the worker row */
+	}
+
+	/*
+	 * Every admissible pair was busy.  Holding no pair, a first dispatch waits for the
+	 * transaction that holds the best one to end (holding no row of that pair), then
+	 * tries the busy pairs once more: this is where a concurrent drain, cordon,
+	 * re-registration or reservation is seen and the pair refused.
+	 */
+	if (nskipped > 0 && may_wait && !holds_pair)
+	{
+		XactLockTableWait(lockers[0], NULL, NULL, XLTW_None);
+		for (i = 0; i < nskipped; i++)
+		{
+			SchedFleetRow fresh;
+			bool		locked;
+			TransactionId locker;
+
+			if (lock_and_recheck(args, &fleet->rows[ranked[skipped[i]].index], cache,
+								 &locked, &locker, &fresh))
+			{
+				reserve(req, args, &fresh, ranked[skipped[i]].spread_matches, cache, res);
+				return true;
+			}
+		}
+	}
+
+	return false;
+}
+
+/*
+ * Gangs (README, "Gangs"; gang.c holds the rows).  A gang member met by a dispatch
+ * places its whole gang or nothing:
+ *   1. the gang row, locked without waiting (busy: passed over, as a busy request);
+ *   2. every member, in request_id order: its step lock and request row, without
+ *      waiting (the met one is held already), then its execution, shared;
+ *   3. unless every member is submitted, ready and in an open execution, the members
+ *      wait with the reason gang_incomplete (nothing is reserved);
+ *   4. in one subtransaction, each member in turn: its limits, then a pair, on a fresh
+ *      snapshot that sees the members placed before it (with distinct_nodes, not on
+ *      their nodes).  Every member is tried, to say how many could be placed;
+ *   5. all placed: the subtransaction is kept and the gang marked placed.  Otherwise it
+ *      is rolled back whole, which undoes every write and releases every lock taken in
+ *      it (pairs, limit locks), and the members wait with "gang 3/4 placeable".
+ * The members' own locks (step 2) are taken before the subtransaction, so they stay
+ * held until the transaction ends and the reasons are written under them.  Nothing of
+ * a half-placed gang is ever visible to another transaction: it is all one transaction,
+ * and the part that is undone never committed.  Never waits once it holds a lock.
+ */
+typedef struct GangMember
+{
+	SchedRequestRow req;
+	SchedPlacementArgs args;
+} GangMember;
+
+/* Leaves the members held (ids) waiting with reason; a static reason backs them off. */
+static void
+gang_leave(const SchedGang *g, const int64 *ids, int n, const SchedRequestRow *met,
+		   char *reason, bool is_static, TimestampTz at, TimestampTz not_before,
+		   SchedDispatchResult *res)
+{
+	if (is_static)
+	{
+		int64		backoff_s = sched_unschedulable_backoff_max_s;
+
+		if (met->tries < 30)
+			backoff_s = Min((int64) 1 << met->tries, backoff_s);
+		not_before = Max(not_before, at + backoff_s * USECS_PER_SEC);
+	}
+	sched_gang_leave(ids, n, reason, is_static ? 1 : 0, not_before);
+	res->waits = SCHED_WAIT_GANG;
+	set_outcome(res, "UNSCHEDULABLE", reason);
+}
+
+/* What one try of step 4 takes and finds (place_members). */
+typedef struct GangTry
+{
+	SchedGang  *g;
+	GangMember *m;
+	TimestampTz at;
+	SchedDispatchResult *results;	/* one per member */
+	char	  **taken;			/* the nodes of the members placed */
+	int			ntaken;
+	int			placed;
+	int			first_failed;	/* the first member not placed, or -1 */
+	char	   *failed_detail;
+	bool		failed_static;
+	bool		contention;		/* a limit's lock was held: try again later */
+} GangTry;
+
+/* Step 4, in its subtransaction (sched_in_subxact): kept only when every member is placed. */
+static bool
+place_members(void *arg)
+{
+	GangTry    *t = (GangTry *) arg;
+	int			k;
+
+	t->first_failed = -1;
+	for (k = 0; k < t->g->nmembers; k++)
+	{
+		GangMember *x = &t->m[k];
+		SchedLimitsResult limits;
+		SchedDispatchResult *r = &t->results[k];
+
+		r->request_id = x->req.request_id;
+		sched_limits_check(&x->req, &x->args.p, t->at, NULL, &limits);
+		if (limits.verdict == SCHED_LIMITS_BUSY)
+		{
+			t->contention = true;
+			break;
+		}
+		if (limits.verdict == SCHED_LIMITS_OK &&
+			place_request(&x->req, &x->args, false, NULL,
+						  t->g->distinct_nodes ? t->taken : NULL, t->g->distinct_nodes ? t->ntaken : 0, r))
+		{
+			t->placed++;
+			t->taken[t->ntaken++] = r->node_id;
+			continue;
+		}
+		if (t->first_failed >= 0)
+			continue;
+		t->first_failed = k;
+		if (limits.verdict == SCHED_LIMITS_REACHED)
+			t->failed_detail = limits.detail;
+		else
+		{
+			SchedFleet	fleet;
+			SchedVerdict verdict;
+
+			sched_fleet_load(x->args.p.capability,
+							 SCHED_FLEET_ALL_NODES | SCHED_FLEET_FRESH |
+							 sched_fleet_flags_for(&x->args.p, true), &x->args.p, &fleet);
+			t->failed_detail = sched_fleet_summary(&x->args.p, &fleet, &verdict);
+			t->failed_static = verdict == SCHED_VERDICT_STATIC;
+			if (verdict == SCHED_VERDICT_FITS)
+				t->failed_detail = psprintf("%s; %s", t->failed_detail,
+										 t->g->distinct_nodes && t->ntaken > 0
+										 ? "the eligible nodes are taken by other members (distinct_nodes) or by concurrent dispatches"
+										 : "the eligible candidates are held or taken by concurrent dispatches");
+		}
+	}
+
+	return t->placed == t->g->nmembers;
+}
+
+static bool
+dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
+			  const pg_uuid_t *claim_id,
+			  TimestampTz at, bool from_queue, SchedBatch *cache, SchedDispatchResult *res)
+{
+	SchedGang	g;
+	GangMember *m;
+	int64	   *held;
+	int			nheld = 0;
+	char	   *gang = sched_uuid_out(&met->gang_id);
+	char	   *waiting = NULL;
+	bool		waiting_static = false;
+	TimestampTz not_before = DT_NOBEGIN;
+	SchedDispatchResult *results;
+	char	  **taken;
+	int			ntaken = 0;
+	int			placed = 0;
+	int			first_failed = -1;
+	char	   *failed_detail = NULL;
+	bool		failed_static = false;
+	bool		contention = false;
+	GangTry		try = {0};
+	int			k;
+
+	/* one try per gang and call: its other members are passed over after it */
+	if (sched_batch_gang_tried(cache, &met->gang_id))
+		return false;
+
+	/* 1. the gang */
+	if (!sched_gang_lock(&met->gang_id, &g))
+		return busy(from_queue, res);
+
+	/* (a gang placed already has no waiting member, and none has more members than its
+	 * size: a submit in REPEATABLE READ may count on an old snapshot) */
+	if (g.placed || g.nmembers > g.size)
+	{
+		waiting = g.placed ? pstrdup("it was placed already")
+			: psprintf("it has %d members, more than its size", g.nmembers);
+		waiting_static = true;
+	}
+
+	/* 2. its members */
+	m = palloc0(sizeof(GangMember) * Max(g.nmembers, 1));
+	held = palloc(sizeof(int64) * Max(g.nmembers, 1));
+	for (k = 0; k < g.nmembers; k++)
+	{
+		GangMember *x = &m[k];
+		Datum		v[3];
+		char	   *status;
+		bool		isnull;
+		bool		claimed_by_other;
+
+		if (g.members[k] == met->request_id)
+		{
+			x->req = *met;
+			x->args = *met_args;
+		}
+		else
+		{
+			v[0] = Int64GetDatum(g.members[k]);
+			sched_spi_exec(&request_head, v, NULL, false, 1, SPI_OK_SELECT);
+			if (SPI_processed == 0 ||
+				!lock_step(DatumGetUUIDP(sched_spi_get(0, 1, &isnull)),
+						   (int32) sched_spi_int64(0, 2), false) ||
+				!sched_request_load(g.members[k], SCHED_LOCK_SKIP, at, &x->args, &x->req))
+				return busy(from_queue, res);
+		}
+		/* a live claim of another scheduler (not this call's claim_id) is left alone */
+		claimed_by_other = x->req.request_id != met->request_id &&
+			strcmp(x->req.state, "CLAIMED") == 0 && x->req.claimed_until > at &&
+			!(claim_id != NULL && x->req.has_claim && same_uuid(&x->req.claim_id, claim_id));
+		if (!claimed_by_other)
+			held[nheld++] = x->req.request_id;
+
+		v[0] = UUIDPGetDatum(&x->req.execution_id);
+		v[1] = UUIDPGetDatum(&x->req.step_id);
+		v[2] = Int32GetDatum(x->req.attempt_number);
+		sched_spi_exec(&execution_share_skip, v, NULL, false, 1, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			return busy(from_queue, res);
+		status = sched_spi_text(0, 1);
+		(void) sched_spi_get(0, 2, &isnull);	/* an attempt of the step exists */
+
+		/* 3. what keeps the gang from being tried */
+		if (waiting != NULL)
+			continue;
+		if (strcmp(status, "CREATED") != 0 && strcmp(status, "QUEUED") != 0 &&
+			strcmp(status, "RUNNING") != 0)
+		{
+			waiting = psprintf("member request " INT64_FORMAT " is in execution %s, which is %s",
+							   x->req.request_id, sched_uuid_out(&x->req.execution_id), status);
+			waiting_static = true;
+		}
+		else if (strcmp(x->req.state, "CANCELLED") == 0 || strcmp(x->req.state, "DISPATCHED") == 0 || !isnull)
+		{
+			waiting = psprintf("member request " INT64_FORMAT " is %s", x->req.request_id,
+							   !isnull ? "dispatched already" : x->req.state);
+			waiting_static = true;
+		}
+		else if (claimed_by_other)
+			waiting = psprintf("member request " INT64_FORMAT " is claimed until %s",
+							   x->req.request_id, timestamptz_to_str(x->req.claimed_until));
+		else if (x->req.available_at > at)
+		{
+			waiting = psprintf("member request " INT64_FORMAT " is not ready before %s",
+							   x->req.request_id, timestamptz_to_str(x->req.available_at));
+			not_before = x->req.available_at;
+		}
+	}
+	if (g.nmembers < g.size)
+	{
+		gang_leave(&g, held, nheld, met,
+				   psprintf("gang_incomplete: gang %s has %d of %d members submitted",
+							gang, g.nmembers, g.size),
+				   false, at, DT_NOBEGIN, res);
+		return true;
+	}
+	if (waiting != NULL)
+	{
+		gang_leave(&g, held, nheld, met,
+				   psprintf("gang_incomplete: gang %s cannot be placed: %s", gang, waiting),
+				   waiting_static, at, not_before, res);
+		return true;
+	}
+
+	/* 4. every member, in one subtransaction; the batch's placements are written first */
+	sched_batch_flush(cache);
+	results = palloc0(sizeof(SchedDispatchResult) * g.nmembers);
+	taken = palloc(sizeof(char *) * g.nmembers);
+	try.g = &g;
+	try.m = m;
+	try.at = at;
+	try.results = results;
+	try.taken = taken;
+	(void) sched_in_subxact(place_members, &try);
+	placed = try.placed;
+	ntaken = try.ntaken;
+	first_failed = try.first_failed;
+	failed_detail = try.failed_detail;
+	failed_static = try.failed_static;
+	contention = try.contention;
+
+	if (placed == g.nmembers)
+	{
+		/* 5. the whole gang (the subtransaction was kept) */
+		sched_gang_mark_placed(&g, at);
+		sched_batch_forget_fleets(cache);	/* its members were placed without it */
+		for (k = 0; k < g.nmembers; k++)
+			if (results[k].request_id == met->request_id)
+				break;
+		*res = results[k];
+		res->detail = psprintf("gang %s placed whole: %d members%s", gang, g.nmembers,
+							   g.distinct_nodes ? " on distinct nodes" : "");
+		res->gang = palloc(sizeof(SchedDispatchResult) * g.nmembers);
+		for (k = 0; k < g.nmembers; k++)
+			if (results[k].request_id != met->request_id)
+			{
+				results[k].detail = res->detail;
+				res->gang[res->ngang++] = results[k];
+			}
+		return true;
+	}
+
+	/* 5. not whole: nothing of it stayed (the pairs it published in flight go too) */
+	for (k = 0; k < ntaken; k++)
+		sched_inflight_remove(sched_node_hash(taken[k]));
+	sched_batch_forget_fleets(cache);
+	if (contention)
+		return busy(from_queue, res);
+	gang_leave(&g, held, nheld, met,
+			   psprintf("gang_incomplete: gang %s %d/%d placeable; request " INT64_FORMAT ": %s",
+						gang, placed, g.nmembers, m[first_failed].req.request_id, failed_detail),
+			   failed_static, at, DT_NOBEGIN, res);
+	return true;
+}
+
 bool
 sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_t *claim_id,
 					   TimestampTz at, bool from_queue, SchedBatch *cache,
@@ -540,18 +977,8 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	SchedPlacementArgs args;
 	char	   *status;
 
-	SchedFleet	local;
-	SchedFleet *fleet = &local;
-	SchedRanked *ranked;
-	int			n;
-	int			i;
-	int		   *skipped;
-	TransactionId *lockers;
-	int			nskipped = 0;
-	bool		holds_pair = false;
 	SchedLimitsResult limits;
 	bool		may_wait;
-	bool		avoided_last;
 
 	memset(res, 0, sizeof(*res));
 	res->request_id = request_id;
@@ -646,6 +1073,10 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	if (return_existing(&req, res))
 		return true;
 
+	/* a gang member places its whole gang, or nothing */
+	if (req.in_gang)
+		return dispatch_gang(&req, &args, claim_id, at, from_queue, cache, res);
+
 	/* the queue-level limits, under their own locks, before any pair (queue_limits.c) */
 	sched_limits_check(&req, &args.p, args.at, cache, &limits);
 	if (limits.verdict == SCHED_LIMITS_BUSY)
@@ -662,83 +1093,49 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 		return true;
 	}
 
-	/* stages 2 and 3 on a fresh snapshot, then 5. pairs in rank order */
-	if (cache != NULL)
-		fleet = sched_batch_fleet(cache, args.p.capability, false);
-	else
-		sched_fleet_read(args.p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args.p, false),
-						 &args.p, &local);
-	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
-	n = sched_fleet_admit(&args.p, fleet, ranked);
-	res->conflicts += busy_admissible(&args.p, fleet);
-	/* try first what will be best once concurrent reservations commit (inflight.c) */
-	sched_inflight_project(ranked, n, fleet);
-	avoided_last = avoid_last(ranked, n, req.avoid_node_id);
-	skipped = palloc(sizeof(int) * SKIPPED_MAX);
-	lockers = palloc(sizeof(TransactionId) * SKIPPED_MAX);
-	for (i = 0; i < n; i++)
+	/* the room its preemption holds for it, released under the rows' locks */
+	if (req.held_node_id != NULL)
 	{
-		SchedFleetRow fresh;
-		bool		locked;
-		TransactionId locker;
-
-		select_next(ranked, n, i, avoided_last);
-		if (lock_and_recheck(&args, &fleet->rows[ranked[i].index], cache, &locked, &locker,
-							 &fresh))
+		if (!sched_release_hold(&req, &args))
 		{
-			res->held_passed = held_passed(ranked, n, i);
-			reserve(&req, &args, &fresh, cache, res);
+			if (from_queue)
+				return false;
+			res->waits = SCHED_WAIT_CONTENTION;
+			set_outcome(res, "UNSCHEDULABLE",
+						psprintf("the worker and node its preemption holds room on (node %s) are held by "
+								 "another transaction: nothing changed; the room stays held for it",
+								 req.held_node_id));
 			return true;
 		}
-		res->conflicts++;
-		if (locked)
-			holds_pair = true;
-		else if (TransactionIdIsValid(locker))
-		{
-			/*
-			 * A batch never waits: the pair stays held until the other transaction
-			 * ends, so it is not tried again in this call (each try costs a heap fetch,
-			 * and under concurrent batches most of the top-ranked pairs are held).
-			 */
-			if (cache != NULL && !may_wait)
-			{
-				fleet->rows[ranked[i].index].busy = true;
-				fleet->busy_count++;
-			}
-			if (nskipped < SKIPPED_MAX)
-			{
-				lockers[nskipped] = locker;
-				skipped[nskipped++] = i;
-			}
-		}
-		else
-			holds_pair = true;	/* the skip-locked join may have kept the worker row */
+		sched_batch_forget_fleets(cache);
 	}
 
-	/*
-	 * Every admissible pair was busy.  Holding no pair, a first dispatch waits for the
-	 * transaction that holds the best one to end (holding no row of that pair), then
-	 * tries the busy pairs once more: this is where a concurrent drain, cordon,
-	 * re-registration or reservation is seen and the pair refused.
-	 */
-	if (nskipped > 0 && may_wait && !holds_pair)
+	/* (having taken its hold's rows, it may no longer wait: it holds a pair) */
+	if (place_request(&req, &args, may_wait && req.held_node_id == NULL, cache, NULL, 0, res))
+		return true;
+
+	/* waits for capacity: preemption may make room (preemption.c) */
+	if (sched_preemption && !req.in_gang)
 	{
-		XactLockTableWait(lockers[0], NULL, NULL, XLTW_None);
-		for (i = 0; i < nskipped; i++)
-		{
-			SchedFleetRow fresh;
-			bool		locked;
-			TransactionId locker;
+		char	   *done;
 
-			if (lock_and_recheck(&args, &fleet->rows[ranked[skipped[i]].index], cache,
-								 &locked, &locker, &fresh))
-			{
-				reserve(&req, &args, &fresh, cache, res);
-				return true;
-			}
+		sched_batch_flush(cache);
+		done = sched_preempt_for(&req, &args, at);
+		if (done != NULL)
+		{
+			Datum		v[4];
+
+			sched_batch_forget_fleets(cache);
+			v[0] = Int64GetDatum(req.request_id);
+			v[1] = Int32GetDatum(0);
+			v[2] = CStringGetTextDatum(done);
+			v[3] = TimestampTzGetDatum(req.available_at);
+			sched_spi_exec(&request_waits, v, NULL, false, 0, SPI_OK_UPDATE);
+			res->waits = SCHED_WAIT_PREEMPTION;
+			set_outcome(res, "UNSCHEDULABLE", done);
+			return true;
 		}
 	}
-
 	leave_queued(&req, &args, res->conflicts, cache, res);
 	return true;
 }
@@ -799,6 +1196,9 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 	(void) sched_dispatch_request(PG_GETARG_INT64(0), NULL, PG_ARGISNULL(1) ? NULL : &claim,
 								  PG_GETARG_TIMESTAMPTZ(2), false, NULL, &res);
 	sched_counters_add(&res);
+	/* a gang placed whole: its other members are dispatched too (detail says so) */
+	for (int g = 0; g < res.ngang; g++)
+		sched_counters_add(&res.gang[g]);
 	sched_dispatch_result_values(&res, values, nulls);
 	/* the tuple is formed in SPI's memory and copied out before SPI_finish frees it */
 	tuple = heap_form_tuple(tupdesc, values, nulls);

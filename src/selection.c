@@ -9,6 +9,7 @@
 #include "fleet_mirror.h"
 #include "validate.h"
 #include "spi_util.h"
+#include "spread.h"
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
@@ -58,18 +59,28 @@ emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, 
 	SchedRanked *ranked;
 	int			n;
 	int			i;
+	SchedSpread spread;
 
 	connect_spi();
 	sched_fleet_read(args->p.capability, sched_fleet_flags_for(&args->p, false), &args->p, &fleet);
-	if (limit == 1)
+	if (args->spread_key != NULL)
+	{
+		/* the spread term, counted beside the fleet, then the order */
+		ranked = palloc(sizeof(SchedRanked) * Max(fleet.count, 1));
+		n = sched_fleet_admit(&args->p, &fleet, ranked);
+		sched_spread_count(args->spread_key, false, &fleet, &spread);
+		sched_spread_score(&spread, ranked, n);
+		sched_rank(ranked, n);
+	}
+	else if (limit == 1)
 		ranked = best_of(&args->p, &fleet, &n);
 	else
 		ranked = sched_fleet_rank(&args->p, &fleet, &n);
 	for (i = 0; i < n && (limit <= 0 || i < limit); i++)
 	{
 		SchedFleetRow *row = &fleet.rows[ranked[i].index];
-		Datum		values[7];
-		bool		nulls[7] = {0};
+		Datum		values[8];
+		bool		nulls[8] = {0};
 
 		if (full)
 		{
@@ -80,6 +91,7 @@ emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, 
 			values[4] = Int32GetDatum(ranked[i].preferred_matches);
 			values[5] = Int32GetDatum(ranked[i].weight);
 			values[6] = Int32GetDatum(ranked[i].running_attempts);
+			values[7] = Int32GetDatum(ranked[i].spread_matches);
 		}
 		else
 		{
@@ -123,10 +135,13 @@ emit_qualification(FunctionCallInfo fcinfo, const SchedPlacementArgs *args)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SchedFleet	fleet;
 	int			i;
+	SchedSpread spread = {0, NULL};
 
 	sched_fleet_read(args->p.capability,
 					 SCHED_FLEET_ALL_NODES | sched_fleet_flags_for(&args->p, false), &args->p,
 					 &fleet);
+	if (args->spread_key != NULL)
+		sched_spread_count(args->spread_key, false, &fleet, &spread);
 	for (i = 0; i < fleet.count; i++)
 	{
 		SchedFleetRow *row = &fleet.rows[i];
@@ -153,6 +168,7 @@ emit_qualification(FunctionCallInfo fcinfo, const SchedPlacementArgs *args)
 			SchedRanked scored;
 
 			sched_score(&args->p, &row->c, &scored);
+			sched_score_add_spread(&scored, sched_spread_of(&spread, i));
 			values[4] = Int64GetDatum(scored.score);
 		}
 		else

@@ -27,6 +27,8 @@ int			sched_maintenance_interval_s = 5;
 int			sched_retry_backoff_max_s = 60;
 char	   *sched_databases = NULL;
 bool		sched_notify_workers = false;
+bool		sched_preemption = false;
+int			sched_preemption_hold_s = 30;
 
 /* Defines every sched.* setting (module.c, at load). */
 void
@@ -66,6 +68,16 @@ sched_define_settings(void)
 							"Longest backoff before the retry of a failed or lost attempt (1 s, doubling per attempt).",
 							NULL,
 							&sched_retry_backoff_max_s, 60, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomBoolVariable("sched.preemption",
+							 "Whether a request that waits for capacity may preempt preemptible attempts of lower priority.",
+							 "Off unless asked for: set it per database (ALTER DATABASE ... SET sched.preemption = on).",
+							 &sched_preemption, false,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.preemption_hold",
+							"How long the capacity a preemption freed is held for the preemptor, if it is not dispatched before.",
+							NULL,
+							&sched_preemption_hold_s, 30, 1, 86400,
 							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomBoolVariable("sched.notify_workers",
 							 "Whether a command for a worker also sends NOTIFY sched_worker_<worker_id>, for workers that LISTEN.",

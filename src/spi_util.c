@@ -6,7 +6,9 @@
 
 #include "spi_util.h"
 
+#include "access/xact.h"
 #include "catalog/namespace.h"
+#include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
@@ -77,7 +79,7 @@ sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls, in
 }
 
 bool
-sched_schema_has_limits(void)
+sched_schema_is_0_2(void)
 {
 	Oid			nsp = get_namespace_oid("sched", true);
 	Oid			rel = OidIsValid(nsp) ? get_relname_relid("request", nsp) : InvalidOid;
@@ -127,4 +129,50 @@ char *
 sched_uuid_out(const pg_uuid_t *u)
 {
 	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(u)));
+}
+
+Datum
+sched_array_of(Datum *elems, int n, Oid type)
+{
+	int16		len;
+	bool		byval;
+	char		align;
+
+	get_typlenbyvalalign(type, &len, &byval, &align);
+	return PointerGetDatum(construct_array(elems, Max(n, 0), type, len, byval, align));
+}
+
+bool
+sched_in_subxact(bool (*fn) (void *arg), void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool keep = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		keep = fn(arg);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ReThrowError(e);
+	}
+	PG_END_TRY();
+	if (keep)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return keep;
 }

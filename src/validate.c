@@ -15,11 +15,13 @@
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
 
 #include <limits.h>
 
 PG_FUNCTION_INFO_V1(sched_check_labels);
+PG_FUNCTION_INFO_V1(sched_check_required_labels);
 PG_FUNCTION_INFO_V1(sched_check_name);
 PG_FUNCTION_INFO_V1(sched_check_versions);
 PG_FUNCTION_INFO_V1(sched_check_time_sql);
@@ -50,6 +52,39 @@ sched_check_time(TimestampTz t, const char *parameter)
 				 errdetail("Times must be finite, from 1900-01-01 to 9999-12-31 UTC.")));
 }
 
+/* ERROR unless labels is a JSON object (22023: its values must be `of`) of at most
+ * SCHED_MAX_LABELS keys (54000). */
+static void
+check_label_map(Jsonb *labels, const char *parameter, const char *of, const char *hint)
+{
+	if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parameter \"%s\" must be a JSON object of %s", parameter, of),
+				 errdetail("Got a JSON %s.",
+						   JB_ROOT_IS_SCALAR(labels) ? "scalar" :
+						   JB_ROOT_IS_ARRAY(labels) ? "array" : "value"),
+				 errhint("%s", hint)));
+	if (JB_ROOT_COUNT(labels) > SCHED_MAX_LABELS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"%s\" has too many labels: %d", parameter,
+						(int) JB_ROOT_COUNT(labels)),
+				 errdetail("The limit is %d labels.", SCHED_MAX_LABELS)));
+}
+
+/* ERROR 54000 when a label key is beyond SCHED_MAX_LABEL_KEY_BYTES. */
+static void
+check_label_key(const JsonbValue *key, const char *parameter)
+{
+	if (key->val.string.len > SCHED_MAX_LABEL_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"%s\" has a label key of %d bytes", parameter,
+						key->val.string.len),
+				 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_KEY_BYTES)));
+}
+
 void
 sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out)
 {
@@ -61,37 +96,18 @@ sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out
 
 	out->count = 0;
 	out->items = NULL;
-	if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
-	{
-		if (parameter == NULL)
-			return;
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parameter \"%s\" must be a JSON object of strings", parameter),
-				 errdetail("Got a JSON %s.",
-						   JB_ROOT_IS_SCALAR(labels) ? "scalar" :
-						   JB_ROOT_IS_ARRAY(labels) ? "array" : "value"),
-				 errhint("Pass labels like '{\"tier\": \"fast\"}'.")));
-	}
-
-	if (parameter != NULL && JB_ROOT_COUNT(labels) > SCHED_MAX_LABELS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("parameter \"%s\" has too many labels: %d", parameter,
-						(int) JB_ROOT_COUNT(labels)),
-				 errdetail("The limit is %d labels.", SCHED_MAX_LABELS)));
+	if (parameter != NULL)
+		check_label_map(labels, parameter, "strings", "Pass labels like '{\"tier\": \"fast\"}'.");
+	else if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
+		return;
 	out->items = palloc(sizeof(SchedLabel) * Max(JB_ROOT_COUNT(labels), 1));
 	it = JsonbIteratorInit(&labels->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		if (tok == WJB_KEY)
 		{
-			if (parameter != NULL && v.val.string.len > SCHED_MAX_LABEL_KEY_BYTES)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("parameter \"%s\" has a label key of %d bytes", parameter,
-								v.val.string.len),
-						 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_KEY_BYTES)));
+			if (parameter != NULL)
+				check_label_key(&v, parameter);
 			key = pnstrdup(v.val.string.val, v.val.string.len);
 		}
 		else if (tok == WJB_VALUE)
@@ -115,6 +131,179 @@ sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out
 			out->items[n].key = key;
 			out->items[n].value = pnstrdup(v.val.string.val, v.val.string.len);
 			n++;
+		}
+	}
+	out->count = n;
+	/* jsonb keys are unique already; sorting makes them searchable bytewise */
+	if (!sched_labels_sort(out))
+		elog(ERROR, "pg_sched: duplicate key in a jsonb object");
+}
+
+static const char *const label_operators = "in, not_in, exists, gt, lt, version";
+
+static void pg_attribute_noreturn()
+bad_expression(const char *parameter, const char *key, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("parameter \"%s\" has an invalid expression for label \"%s\"", parameter, key),
+			 errdetail("%s", detail),
+			 errhint("Pass a string, or an object of one operator (%s), like "
+					 "'{\"%s\": {\"in\": [\"a\", \"b\"]}}'.", label_operators, key)));
+}
+
+/* A label value of a required label (a string, or a string of in / not_in). */
+static char *
+expression_string(const JsonbValue *v, const char *parameter, const char *key)
+{
+	if (v->val.string.len > SCHED_MAX_LABEL_VALUE_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("parameter \"%s\" has a value of %d bytes for label \"%s\"",
+						parameter, v->val.string.len, key),
+				 errdetail("The limit is %d bytes.", SCHED_MAX_LABEL_VALUE_BYTES)));
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* Parses the operator object `expr` of required label `key` into *out (key set). */
+static void
+expression_from_jsonb(JsonbContainer *expr, const char *parameter, const char *key,
+					  SchedLabel *out)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *op = NULL;
+
+	if (!JsonContainerIsObject(expr) || JsonContainerSize(expr) != 1)
+		bad_expression(parameter, key,
+					   JsonContainerIsObject(expr)
+					   ? psprintf("An expression is an object of exactly one operator; it has %d keys.",
+								  (int) JsonContainerSize(expr))
+					   : "An expression is a string or an object; got an array.");
+	it = JsonbIteratorInit(expr);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			op = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (tok == WJB_VALUE)
+			break;
+	}
+	Assert(op != NULL);
+
+	if (strcmp(op, "in") == 0 || strcmp(op, "not_in") == 0)
+	{
+		JsonbIterator *ai;
+		JsonbValue	e;
+		const char **values;
+		int			n = 0;
+
+		out->op = op[0] == 'i' ? SCHED_LABEL_IN : SCHED_LABEL_NOT_IN;
+		if (v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data) ||
+			JsonContainerIsScalar(v.val.binary.data) ||
+			JsonContainerSize(v.val.binary.data) == 0)
+			bad_expression(parameter, key,
+						   psprintf("Operator \"%s\" takes a non-empty array of strings.", op));
+		if (JsonContainerSize(v.val.binary.data) > SCHED_MAX_LABEL_VALUES)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("parameter \"%s\" has %d values in operator \"%s\" of label \"%s\"",
+							parameter, (int) JsonContainerSize(v.val.binary.data), op, key),
+					 errdetail("The limit is %d values.", SCHED_MAX_LABEL_VALUES)));
+		values = palloc(sizeof(char *) * JsonContainerSize(v.val.binary.data));
+		ai = JsonbIteratorInit(v.val.binary.data);
+		while ((tok = JsonbIteratorNext(&ai, &e, true)) != WJB_DONE)
+		{
+			if (tok != WJB_ELEM)
+				continue;
+			if (e.type != jbvString)
+				bad_expression(parameter, key,
+							   psprintf("Operator \"%s\" takes a non-empty array of strings.", op));
+			values[n++] = expression_string(&e, parameter, key);
+		}
+		out->values = values;
+		out->nvalues = n;
+	}
+	else if (strcmp(op, "exists") == 0)
+	{
+		if (v.type != jbvBool)
+			bad_expression(parameter, key, "Operator \"exists\" takes true or false.");
+		out->op = v.val.boolean ? SCHED_LABEL_EXISTS : SCHED_LABEL_NOT_EXISTS;
+	}
+	else if (strcmp(op, "gt") == 0 || strcmp(op, "lt") == 0)
+	{
+		char	   *text;
+
+		out->op = op[0] == 'g' ? SCHED_LABEL_GT : SCHED_LABEL_LT;
+		if (v.type != jbvNumeric)
+			bad_expression(parameter, key, psprintf("Operator \"%s\" takes a number.", op));
+		/* read as node labels are read, so both sides of the comparison agree */
+		text = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+		if (!sched_label_number(text, &out->number))
+			bad_expression(parameter, key,
+						   strlen(text) <= 40
+						   ? psprintf("Operator \"%s\" takes a number within the range of double precision; got %s.",
+									  op, text)
+						   : psprintf("Operator \"%s\" takes a number within the range of double precision; got one of %zu characters.",
+									  op, strlen(text)));
+	}
+	else if (strcmp(op, "version") == 0)
+	{
+		SchedVersionBound *bounds = palloc(sizeof(SchedVersionBound) * SCHED_MAX_VERSION_BOUNDS);
+		char	   *text;
+
+		out->op = SCHED_LABEL_VERSION;
+		if (v.type != jbvString)
+			bad_expression(parameter, key,
+						   "Operator \"version\" takes a string of comparisons, like \">=1.2,<2\".");
+		text = expression_string(&v, parameter, key);
+		out->nbounds = sched_version_range_parse(text, bounds);
+		if (out->nbounds < 1)
+			bad_expression(parameter, key,
+						   psprintf("\"%s\" is not a version expression: up to %d comparisons (= != > >= < <=) "
+									"separated by commas, each of a dotted version of up to %d numbers, like \">=1.2,<2\".",
+									text, SCHED_MAX_VERSION_BOUNDS, SCHED_MAX_VERSION_PARTS));
+		out->bounds = bounds;
+		out->value = text;
+	}
+	else
+		bad_expression(parameter, key, psprintf("Unknown operator \"%s\".", op));
+}
+
+void
+sched_required_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+	int			n = 0;
+
+	check_label_map(labels, parameter, "strings or expressions",
+					"Pass labels like '{\"tier\": \"fast\", \"zone\": {\"in\": [\"a\", \"b\"]}}'.");
+	out->items = palloc0(sizeof(SchedLabel) * Max(JB_ROOT_COUNT(labels), 1));
+	it = JsonbIteratorInit(&labels->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			check_label_key(&v, parameter);
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+		}
+		else if (tok == WJB_VALUE)
+		{
+			SchedLabel *l = &out->items[n++];
+
+			l->key = key;
+			if (v.type == jbvString)
+				l->value = expression_string(&v, parameter, key);
+			else if (v.type == jbvBinary)
+				expression_from_jsonb(v.val.binary.data, parameter, key, l);
+			else
+				bad_expression(parameter, key,
+							   psprintf("An expression is a string or an object; got a JSON %s.",
+										v.type == jbvNull ? "null" :
+										v.type == jbvBool ? "boolean" : "number"));
 		}
 	}
 	out->count = n;
@@ -178,6 +367,23 @@ sched_check_labels(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	parameter = PG_ARGISNULL(1) ? "labels" : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	sched_labels_from_jsonb(PG_GETARG_JSONB_P(0), parameter, &set);
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
+
+/*
+ * sched._check_required_labels(labels jsonb, parameter text) → labels: required labels,
+ * strings or expressions, checked by the routine placement parses them with.
+ */
+Datum
+sched_check_required_labels(PG_FUNCTION_ARGS)
+{
+	SchedLabelSet set;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	sched_required_labels_from_jsonb(PG_GETARG_JSONB_P(0),
+									 PG_ARGISNULL(1) ? "required_labels" : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+									 &set);
 	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 }
 
@@ -336,7 +542,7 @@ sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
 	p->capability = required_text(fcinfo, 0, "capability");
 	p->capability_version = required_text(fcinfo, 1, "capability_version");
 	sched_check_not_null(fcinfo, 2, "required_labels");
-	sched_labels_from_jsonb(PG_GETARG_JSONB_P(2), "required_labels", &p->required_labels);
+	sched_required_labels_from_jsonb(PG_GETARG_JSONB_P(2), "required_labels", &p->required_labels);
 	sched_check_not_null(fcinfo, 3, "preferred_labels");
 	sched_labels_from_jsonb(PG_GETARG_JSONB_P(3), "preferred_labels", &p->preferred_labels);
 	p->min_cpu_millis = amount(fcinfo, 4, "min_cpu_millis", false);
@@ -360,6 +566,16 @@ sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
 	sched_check_not_null(fcinfo, 12, "at");
 	sched_placement_set_clock(out, PG_GETARG_TIMESTAMPTZ(12),
 							  PG_ARGISNULL(11) ? NULL : PG_GETARG_INTERVAL_P(11));
+	if (PG_NARGS() > 13 && !PG_ARGISNULL(13))
+	{
+		out->spread_key = text_to_cstring(PG_GETARG_TEXT_PP(13));
+		if (out->spread_key[0] == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("parameter \"spread_key\" must not be empty"),
+					 errhint("Pass NULL for a request that is not spread.")));
+		sched_check_name_length(out->spread_key, "spread_key");
+	}
 }
 
 /* Columns of the request read below; keep in step with REQUEST_COLUMNS. */
@@ -368,11 +584,14 @@ enum
 	RQ_REQUEST_ID = 1, RQ_EXECUTION_ID, RQ_STEP_ID, RQ_ATTEMPT_NUMBER, RQ_TENANT, RQ_STATE,
 	RQ_CLAIM_ID, RQ_CLAIMED_UNTIL, RQ_TRIES, RQ_CAPABILITY, RQ_VERSION, RQ_REQUIRED,
 	RQ_PREFERRED, RQ_MIN_CPU, RQ_MIN_MEM, RQ_MIN_GPUS, RQ_RES_CPU, RQ_RES_MEM, RQ_RES_GPUS,
-	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID, RQ_LAST_REASON
+	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID, RQ_LAST_REASON,
+	/* 0.2.0 */
+	RQ_SPREAD_KEY, RQ_GANG_ID, RQ_PRIORITY, RQ_PREEMPTIBLE, RQ_HELD_NODE_ID, RQ_HELD_WORKER_ID,
+	RQ_HELD_UNTIL
 };
 
-/* Columns of 0.1.0 only: a database not yet updated is served too (dispatch_attempt,
- * explain, qualification_reasons). */
+/* Columns of 0.1.0 (a database not yet updated is served too: dispatch_attempt,
+ * explain, qualification_reasons), and those 0.2.0 added (REQUEST_COLUMNS_0_2). */
 
 #define REQUEST_COLUMNS \
 	"SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, r.state, " \
@@ -381,10 +600,21 @@ enum
 	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
 	"       r.available_at, r.avoid_node_id, r.last_reason " \
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
+#define REQUEST_COLUMNS_0_2 \
+	"SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, r.state, " \
+	"       r.claim_id, r.claimed_until, r.tries, r.capability, r.capability_version, " \
+	"       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb, " \
+	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
+	"       r.available_at, r.avoid_node_id, r.last_reason, r.spread_key, r.gang_id, " \
+	"       r.priority, r.preemptible, r.held_node_id, r.held_worker_id, r.held_until " \
+	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 
 static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}};
 static SchedStatement request_lock = {REQUEST_COLUMNS " FOR UPDATE OF r", 1, {INT8OID}};
 static SchedStatement request_lock_skip = {REQUEST_COLUMNS " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}};
+static SchedStatement request_read_0_2 = {REQUEST_COLUMNS_0_2, 1, {INT8OID}};
+static SchedStatement request_lock_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r", 1, {INT8OID}};
+static SchedStatement request_lock_skip_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}};
 
 bool
 sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
@@ -394,9 +624,12 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 	SchedPlacement *p = &out->p;
 	bool		isnull;
 	Datum		d;
+	bool		v0_2 = sched_schema_is_0_2();
 
-	sched_spi_exec(lock == SCHED_LOCK_NONE ? &request_read :
-				   lock == SCHED_LOCK_WAIT ? &request_lock : &request_lock_skip,
+	sched_spi_exec(v0_2 ? (lock == SCHED_LOCK_NONE ? &request_read_0_2 :
+						   lock == SCHED_LOCK_WAIT ? &request_lock_0_2 : &request_lock_skip_0_2)
+				   : (lock == SCHED_LOCK_NONE ? &request_read :
+					  lock == SCHED_LOCK_WAIT ? &request_lock : &request_lock_skip),
 				   &arg, NULL, lock == SCHED_LOCK_NONE, 1, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
@@ -405,7 +638,7 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 	p->capability = sched_spi_text(0, RQ_CAPABILITY);
 	p->capability_version = sched_spi_text(0, RQ_VERSION);
 	d = sched_spi_get(0, RQ_REQUIRED, &isnull);
-	sched_labels_from_jsonb(DatumGetJsonbP(d), "required_labels", &p->required_labels);
+	sched_required_labels_from_jsonb(DatumGetJsonbP(d), "required_labels", &p->required_labels);
 	d = sched_spi_get(0, RQ_PREFERRED, &isnull);
 	sched_labels_from_jsonb(DatumGetJsonbP(d), "preferred_labels", &p->preferred_labels);
 	p->min_cpu_millis = sched_spi_int64(0, RQ_MIN_CPU);
@@ -416,6 +649,8 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 	p->reserve_gpus = sched_spi_int64(0, RQ_RES_GPUS);
 	p->pin_node_id = sched_spi_text(0, RQ_NODE_ID);
 	sched_placement_set_clock(out, at, NULL);
+	if (v0_2)
+		out->spread_key = sched_spi_text(0, RQ_SPREAD_KEY);
 
 	if (row != NULL)
 	{
@@ -436,6 +671,21 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 		row->available_at = DatumGetTimestampTz(sched_spi_get(0, RQ_AVAILABLE_AT, &isnull));
 		row->avoid_node_id = sched_spi_text(0, RQ_AVOID_NODE_ID);
 		row->last_reason = sched_spi_text(0, RQ_LAST_REASON);
+		if (v0_2)
+		{
+			d = sched_spi_get(0, RQ_GANG_ID, &isnull);
+			row->in_gang = !isnull;
+			if (!isnull)
+				row->gang_id = *DatumGetUUIDP(d);
+			row->priority = (int32) sched_spi_int64(0, RQ_PRIORITY);
+			row->preemptible = DatumGetBool(sched_spi_get(0, RQ_PREEMPTIBLE, &isnull));
+			row->held_node_id = sched_spi_text(0, RQ_HELD_NODE_ID);
+			if (row->held_node_id != NULL)
+			{
+				row->held_worker_id = *DatumGetUUIDP(sched_spi_get(0, RQ_HELD_WORKER_ID, &isnull));
+				row->held_until = DatumGetTimestampTz(sched_spi_get(0, RQ_HELD_UNTIL, &isnull));
+			}
+		}
 	}
 	return true;
 }

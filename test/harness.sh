@@ -9,7 +9,7 @@
 #   harness.sh bench                deps, build, install, throwaway cluster, bench/run.sh
 #   harness.sh soak | fuzz | valgrind | sqlsmith
 #                                   the long runs (each starts what it needs): the soak
-#                                   (16 clients x 120 s), the libFuzzer targets (10
+#                                   (16 clients x 120 s), the libFuzzer targets (14
 #                                   million executions), pg_regress under valgrind,
 #                                   sqlsmith for 10 minutes
 #   harness.sh up | down [NAME]     create (wiping $SCHED_TMP/NAME, default dev) / stop a

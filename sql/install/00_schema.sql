@@ -30,7 +30,7 @@ CREATE TYPE sched.candidate AS (node_id text, worker_id uuid, score bigint);
 
 CREATE TYPE sched.ranked_candidate AS (
     rank int, node_id text, worker_id uuid, score bigint,
-    preferred_matches int, weight int, running_attempts int);
+    preferred_matches int, weight int, running_attempts int, spread_matches int);
 
 CREATE TYPE sched.qualification AS (
     node_id text, worker_id uuid, eligible boolean, reasons text[], score bigint);

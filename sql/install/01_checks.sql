@@ -16,6 +16,13 @@ RETURNS jsonb
 AS 'MODULE_PATHNAME', 'sched_check_labels'
 LANGUAGE C IMMUTABLE;
 
+/* Required labels: strings or operator objects (README, "Label expressions"), parsed
+ * by the routine placement reads them with (validate.c). */
+CREATE OR REPLACE FUNCTION sched._check_required_labels(labels jsonb, parameter text)
+RETURNS jsonb
+AS 'MODULE_PATHNAME', 'sched_check_required_labels'
+LANGUAGE C IMMUTABLE;
+
 /* The static queue key of SPEC section 7 (ascending = earlier): epoch(queued_at) -
  * priority * sched.aging_interval, in seconds. */
 CREATE OR REPLACE FUNCTION sched._queue_key(priority int, queued_at timestamptz)

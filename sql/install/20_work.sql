@@ -42,6 +42,22 @@ CREATE TABLE sched.tenant_quota (
 );
 COMMENT ON TABLE sched.tenant_quota IS 'Hard limits on what the live attempts of a tenant hold (NULL: no limit on that dimension).';
 
+/* Gangs (issue 15, README "Gangs"): the requests submitted with one gang_id are placed
+ * together, in one transaction, or not at all.  submit makes the row with the first
+ * member and checks every later one against it (under its row lock); dispatch holds its
+ * row lock (taken without waiting) while it places the members, so one transaction at a
+ * time places a gang.  Dumped with the data. */
+CREATE TABLE sched.gang (
+    gang_id         uuid PRIMARY KEY,
+    tenant          text COLLATE "C" NOT NULL,
+    gang_size       int NOT NULL CONSTRAINT gang_size_valid CHECK (gang_size BETWEEN 2 AND 64),
+    distinct_nodes  boolean NOT NULL,
+    created_at      timestamptz NOT NULL,
+    -- when its members were dispatched, all in one transaction (NULL: not yet)
+    placed_at       timestamptz
+);
+COMMENT ON TABLE sched.gang IS 'Gangs: gang_size requests placed together or not at all, each on another node when distinct_nodes.';
+
 CREATE TABLE sched.execution (
     execution_id    uuid PRIMARY KEY,
     tenant          text NOT NULL,
@@ -109,6 +125,19 @@ CREATE TABLE sched.request (
                             0)) STORED,
     -- the key its concurrency and rate limits are counted by (NULL: none)
     concurrency_key     text COLLATE "C",
+    -- placement prefers nodes with fewer live attempts of this key (NULL: none)
+    spread_key          text COLLATE "C",
+    -- placed with the other members of its gang, or not at all (NULL: no gang)
+    gang_id             uuid,
+    -- its live attempts may be preempted by a request of higher priority
+    preemptible         boolean NOT NULL DEFAULT false,
+    -- capacity held for it on a node, by the preemption it made, until it is
+    -- dispatched or held_until passes (counted in the node's and worker's counters)
+    held_node_id        text COLLATE "C",
+    held_worker_id      uuid,
+    held_until          timestamptz,
+    CONSTRAINT request_hold_consistent CHECK (
+        (held_node_id IS NULL) = (held_worker_id IS NULL) AND (held_node_id IS NULL) = (held_until IS NULL)),
     CONSTRAINT request_one_per_step_attempt UNIQUE (step_id, attempt_number),
     CONSTRAINT request_amounts_nonnegative CHECK (
         min_cpu_millis >= 0 AND min_memory_mb >= 0 AND min_gpus >= 0 AND
@@ -127,6 +156,10 @@ CREATE INDEX request_claim_idx ON sched.request (claimed_until) WHERE state = 'C
 CREATE INDEX request_shape_idx ON sched.request (shape, available_at)
     WHERE state IN ('PENDING', 'CLAIMED');
 CREATE INDEX request_execution_idx ON sched.request (execution_id);
+-- the members of a gang
+CREATE INDEX request_gang_idx ON sched.request (gang_id) WHERE gang_id IS NOT NULL;
+-- holds to release when they expire (preemption)
+CREATE INDEX request_held_idx ON sched.request (held_until) WHERE held_until IS NOT NULL;
 
 -- attempt, command and timeline rows are written only by the reservation transaction
 -- and the lifecycle functions, which hold locks on the request, execution, worker and
@@ -145,7 +178,7 @@ CREATE TABLE sched.attempt (
     lease_version       bigint NOT NULL DEFAULT 1,
     status              text NOT NULL DEFAULT 'DISPATCHED'
                         CONSTRAINT attempt_status_valid
-                        CHECK (status IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST')),
+                        CHECK (status IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST', 'PREEMPTED')),
     reserve_cpu_millis  int NOT NULL,
     reserve_memory_mb   bigint NOT NULL,
     reserve_gpus        int NOT NULL,
@@ -157,6 +190,8 @@ CREATE TABLE sched.attempt (
     detail              jsonb,
     -- its request's concurrency_key, for counting live attempts and dispatches of a key
     concurrency_key     text COLLATE "C",
+    -- its request's spread_key, for counting live attempts of a key per node
+    spread_key          text COLLATE "C",
     CONSTRAINT attempt_one_per_step_attempt UNIQUE (step_id, attempt_number),
     CONSTRAINT attempt_finished_when_terminal
         CHECK ((status IN ('DISPATCHED', 'RUNNING')) = (finished_at IS NULL))
@@ -174,6 +209,11 @@ CREATE INDEX attempt_live_key_idx ON sched.attempt (concurrency_key)
 CREATE INDEX attempt_key_dispatched_idx ON sched.attempt (concurrency_key, dispatched_at)
     WHERE concurrency_key IS NOT NULL;
 CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE status IN ('DISPATCHED', 'RUNNING');
+-- preemption: the live attempts of a node
+CREATE INDEX attempt_live_node_idx ON sched.attempt (node_id) WHERE status IN ('DISPATCHED', 'RUNNING');
+-- the spread term: live attempts of a spread key, per node
+CREATE INDEX attempt_live_spread_idx ON sched.attempt (spread_key, node_id)
+    WHERE spread_key IS NOT NULL AND status IN ('DISPATCHED', 'RUNNING');
 
 /* Live attempts per tenant, for fair share (dispatch_next reads them at every call):
  * counting the attempts costs as much as there are live ones, so triggers on
@@ -289,6 +329,7 @@ COMMENT ON TABLE sched.timeline IS 'Milestones of each execution, appended once 
 -- pg_restore loads the attempts; dumping it too would count every live attempt twice.
 SELECT pg_catalog.pg_extension_config_dump('sched.tenant', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.execution', '');
+SELECT pg_catalog.pg_extension_config_dump('sched.gang', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.request', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.request_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('sched.attempt', '');

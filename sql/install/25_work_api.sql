@@ -216,7 +216,12 @@ CREATE OR REPLACE FUNCTION sched.submit(
     max_attempts int DEFAULT 3,
     available_at timestamptz DEFAULT now(),
     payload jsonb DEFAULT NULL,
-    concurrency_key text DEFAULT NULL)
+    concurrency_key text DEFAULT NULL,
+    spread_key text DEFAULT NULL,
+    gang_id uuid DEFAULT NULL,
+    gang_size int DEFAULT NULL,
+    distinct_nodes boolean DEFAULT false,
+    preemptible boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -227,6 +232,7 @@ DECLARE
     fence regrole;
     execution_tenant text;
     execution_status text;
+    gang sched.gang;
 BEGIN
     PERFORM sched._require(execution_id, 'execution_id');
     PERFORM sched._require(step_id, 'step_id');
@@ -240,7 +246,7 @@ BEGIN
     PERFORM sched._require_text(tenant, 'tenant');
     PERFORM sched._require(priority, 'priority');
     PERFORM sched._require(required_labels, 'required_labels');
-    PERFORM sched._check_labels(required_labels, 'required_labels');
+    PERFORM sched._check_required_labels(required_labels, 'required_labels');
     PERFORM sched._require(preferred_labels, 'preferred_labels');
     PERFORM sched._check_labels(preferred_labels, 'preferred_labels');
     PERFORM sched._check_nonnegative(sched._require(min_cpu_millis, 'min_cpu_millis'), 'min_cpu_millis');
@@ -267,6 +273,37 @@ BEGIN
         RAISE EXCEPTION 'parameter "concurrency_key" must not be empty'
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Pass NULL for a request that no concurrency or rate limit counts.';
+    END IF;
+    IF gang_id IS NULL AND gang_size IS NOT NULL THEN
+        RAISE EXCEPTION 'parameter "gang_size" is given without a gang_id'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass gang_id and gang_size together, or neither.';
+    END IF;
+    IF gang_id IS NOT NULL AND gang_size IS NULL THEN
+        RAISE EXCEPTION 'parameter "gang_size" must not be NULL when parameter "gang_id" is given'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF gang_size < 2 THEN
+        RAISE EXCEPTION 'parameter "gang_size" must be at least 2: %', gang_size
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'A request on its own needs no gang: pass gang_id NULL.';
+    END IF;
+    IF gang_size > 64 THEN
+        RAISE EXCEPTION 'parameter "gang_size" is too large: %', gang_size
+            USING ERRCODE = 'program_limit_exceeded', DETAIL = 'The limit is 64 members.';
+    END IF;
+    PERFORM sched._require(distinct_nodes, 'distinct_nodes');
+    PERFORM sched._require(preemptible, 'preemptible');
+    IF distinct_nodes AND gang_id IS NULL THEN
+        RAISE EXCEPTION 'parameter "distinct_nodes" is true without a gang_id'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'distinct_nodes places the members of a gang on different nodes; use spread_key to spread requests that are not a gang.';
+    END IF;
+    PERFORM sched._check_name(spread_key, 'spread_key');
+    IF spread_key = '' THEN
+        RAISE EXCEPTION 'parameter "spread_key" must not be empty'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass NULL for a request that is not spread.';
     END IF;
 
     -- the fence of the tenant named, and of the tenant of the execution if it exists
@@ -306,19 +343,50 @@ BEGIN
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'A closed execution takes no more work: submit into a new execution.';
     END IF;
+    IF gang_id IS NOT NULL THEN
+        -- the first member makes the gang; every member, under its row lock, must agree
+        -- with it and find room
+        INSERT INTO sched.gang AS g (gang_id, tenant, gang_size, distinct_nodes, created_at)
+        VALUES (submit.gang_id, submit.tenant, submit.gang_size, submit.distinct_nodes, now())
+        ON CONFLICT ON CONSTRAINT gang_pkey DO NOTHING;
+        SELECT * INTO gang FROM sched.gang g WHERE g.gang_id = submit.gang_id FOR UPDATE;
+        IF gang.tenant <> submit.tenant THEN
+            RAISE EXCEPTION 'parameter "gang_id": gang % belongs to tenant "%", not "%"',
+                gang_id, gang.tenant, tenant
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'The members of a gang belong to one tenant.';
+        END IF;
+        IF gang.gang_size <> submit.gang_size OR gang.distinct_nodes <> submit.distinct_nodes THEN
+            RAISE EXCEPTION 'parameter "gang_size" or "distinct_nodes" disagrees with gang %: it has gang_size %, distinct_nodes %',
+                gang_id, gang.gang_size, gang.distinct_nodes
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Every member of a gang is submitted with the same gang_size and distinct_nodes.';
+        END IF;
+        IF gang.placed_at IS NOT NULL THEN
+            RAISE EXCEPTION 'gang % was placed at %: it takes no more members', gang_id, gang.placed_at
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = 'Submit new work with a new gang_id.';
+        END IF;
+        IF (SELECT count(*) FROM sched.request r WHERE r.gang_id = submit.gang_id) >= gang.gang_size THEN
+            RAISE EXCEPTION 'parameter "gang_id": gang % already has its % members', gang_id, gang.gang_size
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
 
     INSERT INTO sched.request AS r (
         execution_id, step_id, attempt_number, tenant, priority, capability, capability_version,
         required_labels, preferred_labels, min_cpu_millis, min_memory_mb, min_gpus,
         reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts,
-        state, queued_at, available_at, sort_key, payload, concurrency_key)
+        state, queued_at, available_at, sort_key, payload, concurrency_key, spread_key, gang_id,
+        preemptible)
     VALUES (
         submit.execution_id, submit.step_id, submit.attempt_number, submit.tenant, submit.priority,
         submit.capability, submit.capability_version, submit.required_labels, submit.preferred_labels,
         submit.min_cpu_millis, submit.min_memory_mb, submit.min_gpus, submit.reserve_cpu_millis,
         submit.reserve_memory_mb, submit.reserve_gpus, submit.node_id, submit.max_attempts,
         'PENDING', submit.available_at, submit.available_at,
-        sched._queue_key(submit.priority, submit.available_at), submit.payload, submit.concurrency_key)
+        sched._queue_key(submit.priority, submit.available_at), submit.payload, submit.concurrency_key,
+        submit.spread_key, submit.gang_id, submit.preemptible)
     ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING
     RETURNING r.request_id INTO new_id;
 

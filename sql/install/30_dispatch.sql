@@ -1,12 +1,13 @@
 -- sql/install/30_dispatch.sql — placement, reservation and the queue: the C functions of src/selection.c, src/reservation.c and src/queue.c
 -- A piece of pg_sched--0.2.0.sql, which the Makefile builds from sql/install/*.sql in
--- the order of their names.
+-- the order of their names, and of the upgrade from 0.1.0 (which drops first what
+-- changed its signature or result), hence CREATE OR REPLACE.
 
 -- ---------------------------------------------------------------------------------
 -- Placement and reservation (C)
 -- ---------------------------------------------------------------------------------
 
-CREATE FUNCTION sched.select_candidate(
+CREATE OR REPLACE FUNCTION sched.select_candidate(
     capability text,
     capability_version text,
     required_labels jsonb DEFAULT '{}',
@@ -19,12 +20,13 @@ CREATE FUNCTION sched.select_candidate(
     reserve_gpus int DEFAULT 0,
     node_id text DEFAULT NULL,
     heartbeat_ttl interval DEFAULT NULL,
-    at timestamptz DEFAULT now())
+    at timestamptz DEFAULT now(),
+    spread_key text DEFAULT NULL)
 RETURNS SETOF sched.candidate
 AS 'MODULE_PATHNAME', 'sched_select_candidate'
 LANGUAGE C STABLE ROWS 1;
 
-CREATE FUNCTION sched.rank_candidates(
+CREATE OR REPLACE FUNCTION sched.rank_candidates(
     capability text,
     capability_version text,
     required_labels jsonb DEFAULT '{}',
@@ -37,12 +39,13 @@ CREATE FUNCTION sched.rank_candidates(
     reserve_gpus int DEFAULT 0,
     node_id text DEFAULT NULL,
     heartbeat_ttl interval DEFAULT NULL,
-    at timestamptz DEFAULT now())
+    at timestamptz DEFAULT now(),
+    spread_key text DEFAULT NULL)
 RETURNS SETOF sched.ranked_candidate
 AS 'MODULE_PATHNAME', 'sched_rank_candidates'
 LANGUAGE C STABLE;
 
-CREATE FUNCTION sched.qualification_reasons(
+CREATE OR REPLACE FUNCTION sched.qualification_reasons(
     capability text,
     capability_version text,
     required_labels jsonb DEFAULT '{}',
@@ -55,17 +58,18 @@ CREATE FUNCTION sched.qualification_reasons(
     reserve_gpus int DEFAULT 0,
     node_id text DEFAULT NULL,
     heartbeat_ttl interval DEFAULT NULL,
-    at timestamptz DEFAULT now())
+    at timestamptz DEFAULT now(),
+    spread_key text DEFAULT NULL)
 RETURNS SETOF sched.qualification
 AS 'MODULE_PATHNAME', 'sched_qualification_reasons'
 LANGUAGE C STABLE;
 
-CREATE FUNCTION sched.qualification_reasons(request_id bigint, at timestamptz DEFAULT now())
+CREATE OR REPLACE FUNCTION sched.qualification_reasons(request_id bigint, at timestamptz DEFAULT now())
 RETURNS SETOF sched.qualification
 AS 'MODULE_PATHNAME', 'sched_qualification_reasons_for_request'
 LANGUAGE C STABLE;
 
-CREATE FUNCTION sched.dispatch_attempt(
+CREATE OR REPLACE FUNCTION sched.dispatch_attempt(
     request_id bigint,
     claim_id uuid DEFAULT NULL,
     at timestamptz DEFAULT now())
@@ -76,7 +80,7 @@ LANGUAGE C VOLATILE;
 /* The bigint key of the advisory lock dispatch takes on (step_id, attempt_number), as
  * shown in pg_locks (classid = high 32 bits, objid = low 32 bits, objsubid = 21315: a
  * lock space of pg_sched's own, which pg_advisory_lock() and its kin cannot take). */
-CREATE FUNCTION sched.step_lock_key(step_id uuid, attempt_number int)
+CREATE OR REPLACE FUNCTION sched.step_lock_key(step_id uuid, attempt_number int)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'sched_step_lock_key'
 LANGUAGE C IMMUTABLE STRICT;
@@ -92,7 +96,7 @@ LANGUAGE C IMMUTABLE STRICT;
  * claim_id) before claimed_until.  An expired claim returns the request to the queue.
  * Locks: each claimed request row (SKIP LOCKED: claimers never wait for each other).
  */
-CREATE FUNCTION sched.claim_requests(
+CREATE OR REPLACE FUNCTION sched.claim_requests(
     max_requests int DEFAULT 1,
     claim_ttl interval DEFAULT '30 s',
     capability text DEFAULT NULL,
@@ -110,7 +114,7 @@ LANGUAGE C VOLATILE;
  * transient reasons) are not tried: they keep their place and are taken by the first
  * call after capacity frees (src/queue.c).
  */
-CREATE FUNCTION sched.dispatch_next(
+CREATE OR REPLACE FUNCTION sched.dispatch_next(
     max_dispatches int DEFAULT 1,
     capability text DEFAULT NULL,
     tenant text DEFAULT NULL,
@@ -127,7 +131,7 @@ LANGUAGE C VOLATILE;
  * calls took up, placements made, conflicts met (candidates skipped because another
  * transaction held them, or refused by the re-check under lock), and better candidates
  * not tried because concurrent dispatches were reserving on them (held_passed). */
-CREATE FUNCTION sched._dispatch_counters(OUT calls bigint, OUT placements bigint,
+CREATE OR REPLACE FUNCTION sched._dispatch_counters(OUT calls bigint, OUT placements bigint,
                                          OUT conflicts bigint, OUT held_passed bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'sched_dispatch_counters'

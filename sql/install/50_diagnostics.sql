@@ -189,14 +189,27 @@ SELECT r.request_id,
        r.tries,
        greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END),
        r.state,
-       -- a reached limit first (it holds the request back whatever the fleet), then the fleet
-       CASE WHEN l.reason IS NULL THEN x.explanation ELSE l.reason || '; ' || x.explanation END,
-       CASE WHEN l.reason IS NOT NULL AND x.blocked <> 'static' THEN 'transient' ELSE x.blocked END,
+       -- a reached limit first (it holds the request back whatever the fleet), then its
+       -- gang (members missing, or what its last try found), then the fleet
+       concat_ws('; ', l.reason, gx.reason,
+                 CASE WHEN r.held_node_id IS NOT NULL THEN
+                      format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
+                             r.held_node_id, r.held_until) END,
+                 x.explanation),
+       CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
+            WHEN (l.reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
+            ELSE x.blocked END,
        r.node_id,
        r.last_reason
   FROM sched.request r
   JOIN sched.pending_explanations($1) x ON x.request_id = r.request_id
   LEFT JOIN sched.limit_explanations($1) l ON l.request_id = r.request_id
+  LEFT JOIN sched.gang g ON g.gang_id = r.gang_id
+  LEFT JOIN LATERAL (
+       SELECT CASE WHEN count(*) < g.gang_size
+                   THEN format('gang_incomplete: gang %s has %s of %s members submitted', g.gang_id, count(*), g.gang_size)
+                   WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END AS reason
+         FROM sched.request m WHERE m.gang_id = g.gang_id) gx ON g.gang_id IS NOT NULL
  ORDER BY r.queued_at, r.request_id;
 END
 $$;
@@ -358,6 +371,171 @@ LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT amount || ' ' || unit || CASE WHEN amount = '1' THEN '' ELSE 's' END $$;
 
+/*
+ * Whether node labels meet required labels, plain or expressions (README, "Label
+ * expressions"): the reference semantics, written apart from the C core that placement
+ * uses (placement.c), so that test/pgbench/invariants.sql and the regress test
+ * label_expressions can check one against the other.  Its inputs are checked as the C
+ * functions check them (a label map of strings; the limits of README "Limits"); an
+ * expression it cannot evaluate is 22023 naming the key.
+ */
+CREATE OR REPLACE FUNCTION sched.labels_match(labels jsonb, required_labels jsonb)
+RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k text;
+    e jsonb;
+    op text;
+    v text;
+    have double precision;
+    want double precision;
+    bound text;
+    m text[];
+    vkey int[];
+    bkey int[];
+    nbounds int;
+    ok boolean;
+    version_re constant text := '[0-9]{1,9}(\.[0-9]{1,9}){0,7}';
+    result boolean := true;
+BEGIN
+    IF labels IS NULL OR required_labels IS NULL THEN
+        RAISE EXCEPTION 'parameter "%" must not be NULL', CASE WHEN labels IS NULL THEN 'labels' ELSE 'required_labels' END
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF jsonb_typeof(labels) <> 'object' OR EXISTS (SELECT 1 FROM jsonb_each(labels) x WHERE jsonb_typeof(x.value) <> 'string') THEN
+        RAISE EXCEPTION 'parameter "labels" must be a JSON object of strings'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF jsonb_typeof(required_labels) <> 'object' THEN
+        RAISE EXCEPTION 'parameter "required_labels" must be a JSON object of strings or expressions'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- the limits of README "Limits", as the C functions check them
+    FOR k, e IN SELECT 'labels', labels UNION ALL SELECT 'required_labels', required_labels LOOP
+        IF (SELECT count(*) FROM jsonb_object_keys(e)) > 64 THEN
+            RAISE EXCEPTION 'parameter "%" has too many labels: %', k, (SELECT count(*) FROM jsonb_object_keys(e))
+                USING ERRCODE = 'program_limit_exceeded', DETAIL = 'The limit is 64 labels.';
+        END IF;
+        IF EXISTS (SELECT 1 FROM jsonb_object_keys(e) x WHERE octet_length(x) > 256) THEN
+            RAISE EXCEPTION 'parameter "%" has a label key of % bytes', k,
+                (SELECT max(octet_length(x)) FROM jsonb_object_keys(e) x)
+                USING ERRCODE = 'program_limit_exceeded', DETAIL = 'The limit is 256 bytes.';
+        END IF;
+        IF EXISTS (SELECT 1 FROM jsonb_each(e) x
+                    WHERE octet_length(x.value #>> '{}') > 1024 AND jsonb_typeof(x.value) = 'string') THEN
+            RAISE EXCEPTION 'parameter "%" has a value of more than 1024 bytes', k
+                USING ERRCODE = 'program_limit_exceeded', DETAIL = 'The limit is 1024 bytes.';
+        END IF;
+    END LOOP;
+    FOR k, e IN SELECT x.key, x.value FROM jsonb_each(required_labels) x LOOP
+        v := CASE WHEN jsonb_typeof(labels -> k) = 'string' THEN labels ->> k END;
+        IF jsonb_typeof(e) = 'string' THEN
+            IF v IS DISTINCT FROM e #>> '{}' THEN
+                result := false;
+            END IF;
+            CONTINUE;
+        END IF;
+        op := CASE WHEN jsonb_typeof(e) = 'object' AND (SELECT count(*) FROM jsonb_object_keys(e)) = 1
+                   THEN (SELECT x FROM jsonb_object_keys(e) x) END;
+        e := e -> op;
+        -- the limits of README "Limits" (54000), as the C functions check them
+        IF (op IN ('in', 'not_in') AND jsonb_typeof(e) = 'array'
+            AND (jsonb_array_length(e) > 64
+                 OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(e) x WHERE octet_length(x) > 1024)))
+           OR (op = 'version' AND jsonb_typeof(e) = 'string' AND octet_length(e #>> '{}') > 1024) THEN
+            RAISE EXCEPTION 'parameter "required_labels" has an expression beyond the limits for label "%"', k
+                USING ERRCODE = 'program_limit_exceeded',
+                      DETAIL = 'The limits are 64 values of at most 1024 bytes, and 1024 bytes for a version expression.';
+        END IF;
+        IF op IN ('in', 'not_in') AND jsonb_typeof(e) = 'array' AND jsonb_array_length(e) > 0
+           AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(e) x WHERE jsonb_typeof(x) <> 'string') THEN
+            ok := v IS NOT NULL AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(e) x WHERE x = v);
+            IF ok <> (op = 'in') THEN
+                result := false;
+            END IF;
+        ELSIF op = 'exists' AND jsonb_typeof(e) = 'boolean' THEN
+            IF (v IS NOT NULL) <> (e #>> '{}')::boolean THEN
+                result := false;
+            END IF;
+        ELSIF op IN ('gt', 'lt') AND jsonb_typeof(e) = 'number' THEN
+            BEGIN
+                want := (e #>> '{}')::double precision;
+            EXCEPTION WHEN numeric_value_out_of_range THEN
+                op := NULL;
+            END;
+            IF op IS NOT NULL THEN
+                have := NULL;
+                IF v ~ '^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$' THEN
+                    BEGIN
+                        have := v::double precision;
+                    EXCEPTION WHEN numeric_value_out_of_range THEN
+                        have := NULL;
+                    END;
+                END IF;
+                IF have IS NULL OR NOT (CASE op WHEN 'gt' THEN have > want ELSE have < want END) THEN
+                    result := false;
+                END IF;
+            END IF;
+        ELSIF op = 'version' AND jsonb_typeof(e) = 'string' THEN
+            ok := v IS NOT NULL AND v ~ ('^' || version_re || '$');
+            nbounds := 0;
+            FOREACH bound IN ARRAY string_to_array(e #>> '{}', ',') LOOP
+                nbounds := nbounds + 1;
+                m := regexp_match(bound, '^ *(!=|>=|<=|>|<|=)? *(' || version_re || ') *$');
+                IF m IS NULL OR nbounds > 8 THEN
+                    op := NULL;
+                    EXIT;
+                END IF;
+                IF ok THEN
+                    -- as 8 integers, missing parts 0: int[] compare as versions do
+                    SELECT array_agg(coalesce((string_to_array(v, '.'))[i]::int, 0) ORDER BY i),
+                           array_agg(coalesce((string_to_array(m[2], '.'))[i]::int, 0) ORDER BY i)
+                      INTO vkey, bkey FROM generate_series(1, 8) i;
+                    ok := CASE coalesce(m[1], '=')
+                          WHEN '=' THEN vkey = bkey WHEN '!=' THEN vkey <> bkey
+                          WHEN '>' THEN vkey > bkey WHEN '>=' THEN vkey >= bkey
+                          WHEN '<' THEN vkey < bkey ELSE vkey <= bkey END;
+                END IF;
+            END LOOP;
+            IF op IS NOT NULL AND nbounds > 0 AND NOT ok THEN
+                result := false;
+            END IF;
+            IF nbounds = 0 THEN
+                op := NULL;
+            END IF;
+        ELSE
+            op := NULL;
+        END IF;
+        IF op IS NULL THEN
+            RAISE EXCEPTION 'parameter "required_labels" has an invalid expression for label "%"', k
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'Pass a string, or an object of one operator (in, not_in, exists, gt, lt, version).';
+        END IF;
+    END LOOP;
+    -- every key was read (and checked) before the answer
+    RETURN result;
+END
+$$;
+
+/* One required label in words: zone = "a", zone in ("a", "b"), zone >= 2, ... */
+CREATE OR REPLACE FUNCTION sched.format_label_expression(key text, expression jsonb)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT key || CASE
+    WHEN jsonb_typeof(expression) = 'string' THEN ' = ' || expression::text
+    WHEN expression ? 'in' THEN ' in (' || (SELECT string_agg(x::text, ', ') FROM jsonb_array_elements(expression -> 'in') x) || ')'
+    WHEN expression ? 'not_in' THEN ' not in (' || (SELECT string_agg(x::text, ', ') FROM jsonb_array_elements(expression -> 'not_in') x) || ')'
+    WHEN expression ? 'exists' THEN CASE WHEN expression -> 'exists' = 'true' THEN ' exists' ELSE ' does not exist' END
+    WHEN expression ? 'gt' THEN ' > ' || (expression -> 'gt')::text
+    WHEN expression ? 'lt' THEN ' < ' || (expression -> 'lt')::text
+    WHEN expression ? 'version' THEN ' version ' || (expression ->> 'version')
+    ELSE ' ' || expression::text END
+$$;
+
 /* A duration for people, whatever the session's IntervalStyle: '90 s', '2 min 5 s', '3 h 0 min'. */
 CREATE OR REPLACE FUNCTION sched.format_duration(d interval)
 RETURNS text
@@ -415,7 +593,22 @@ BEGIN
                          r.state, sched.format_duration(at - r.queued_at), r.tries,
                          CASE WHEN r.available_at <= at THEN 'now'
                               ELSE 'in ' || sched.format_duration(r.available_at - at) END);
-    out := out || format('  requires: %s; prefers: %s', r.required_labels, r.preferred_labels);
+    out := out || format('  requires: %s; prefers: %s%s', r.required_labels, r.preferred_labels,
+                         CASE WHEN r.spread_key IS NOT NULL THEN format('; spread key %s', r.spread_key) ELSE '' END);
+    IF r.held_node_id IS NOT NULL THEN
+        out := out || format('  waits for preemption to complete: room on node %s (worker %s) held for it until %s',
+                             r.held_node_id, r.held_worker_id, r.held_until);
+    END IF;
+    IF r.preemptible THEN
+        out := out || '  preemptible: a request of higher priority may end its attempts'::text;
+    END IF;
+    IF r.gang_id IS NOT NULL THEN
+        out := out || (SELECT format('  gang %s: %s of %s members submitted%s, placed together or not at all%s',
+                                     g.gang_id, (SELECT count(*) FROM sched.request m WHERE m.gang_id = g.gang_id),
+                                     g.gang_size, CASE WHEN g.distinct_nodes THEN ', each on its own node' ELSE '' END,
+                                     CASE WHEN g.placed_at IS NOT NULL THEN format('; placed at %s', g.placed_at) ELSE '' END)
+                         FROM sched.gang g WHERE g.gang_id = r.gang_id);
+    END IF;
     out := out || format('  minimum: cpu %s, memory %s MB, gpus %s; reserves: cpu %s, memory %s MB, gpus %s',
                          sched.format_cpus(r.min_cpu_millis), r.min_memory_mb, r.min_gpus,
                          sched.format_cpus(r.reserve_cpu_millis), r.reserve_memory_mb, r.reserve_gpus);
@@ -438,14 +631,17 @@ BEGIN
     END LOOP;
 
     IF eligible > 0 THEN
-        out := out || ''::text || 'ranking (score = preferred x 1,000,000 + weight x 1,000 - running x 10,000):'::text;
+        out := out || ''::text || CASE WHEN r.spread_key IS NULL
+            THEN 'ranking (score = preferred x 1,000,000 + weight x 1,000 - running x 10,000):'
+            ELSE format('ranking (score = preferred x 1,000,000 - spread x 100,000 + weight x 1,000 - running x 10,000; spread: live attempts of spread key %s):', r.spread_key) END;
         FOR q IN SELECT * FROM sched.rank_candidates(r.capability, r.capability_version,
                      r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb,
                      r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus,
-                     r.node_id, NULL, at) LOOP
-            out := out || format('  %s. %-20s %s = %s x 1,000,000 + %s x 1,000 - %s x 10,000%s',
-                                 q.rank, q.node_id, q.score, q.preferred_matches, q.weight,
-                                 q.running_attempts,
+                     r.node_id, NULL, at, r.spread_key) LOOP
+            out := out || format('  %s. %-20s %s = %s x 1,000,000%s + %s x 1,000 - %s x 10,000%s',
+                                 q.rank, q.node_id, q.score, q.preferred_matches,
+                                 CASE WHEN r.spread_key IS NULL THEN '' ELSE format(' - %s x 100,000', q.spread_matches) END,
+                                 q.weight, q.running_attempts,
                                  CASE WHEN q.node_id = r.avoid_node_id THEN ' (avoided: the previous attempt failed there)' ELSE '' END);
         END LOOP;
         RETURN array_to_string(out, E'\n');
@@ -478,8 +674,20 @@ BEGIN
                  q.node_id)
             WHEN 'capability_version_missing' THEN format('%s would qualify if its worker served version %s (it serves %s)',
                  q.node_id, r.capability_version, array_to_string(q.capability_versions, ', '))
-            WHEN 'required_labels_mismatch' THEN format('%s would qualify with labels %s (it has %s)',
-                 q.node_id, r.required_labels, q.labels)
+            WHEN 'required_labels_mismatch' THEN (
+                 SELECT format('%s would qualify if its labels met %s (%s)%s', q.node_id,
+                               sched.format_label_expression(f.key, f.value),
+                               CASE WHEN jsonb_typeof(q.labels -> f.key) = 'string'
+                                    THEN format('its %s is %s', f.key, q.labels -> f.key)
+                                    ELSE format('it has no label %s', f.key) END,
+                               CASE WHEN count(*) OVER () = 2 THEN ' and 1 other label expression'
+                                    WHEN count(*) OVER () > 2
+                                    THEN format(' and %s other label expressions', count(*) OVER () - 1)
+                                    ELSE '' END)
+                   FROM jsonb_each(r.required_labels) f
+                  WHERE NOT sched.labels_match(q.labels, jsonb_build_object(f.key, f.value))
+                  ORDER BY f.key COLLATE "C"
+                  LIMIT 1)
             WHEN 'insufficient_cpu' THEN format('%s would qualify with %s (it has %s)',
                  q.node_id, sched.format_amount(sched.format_cpus(greatest(r.min_cpu_millis, r.reserve_cpu_millis)), 'CPU'),
                  sched.format_cpus(q.cpu_millis))

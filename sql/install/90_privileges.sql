@@ -101,7 +101,8 @@ ALTER FUNCTION sched.set_concurrency_limit(text, int) SECURITY DEFINER;
 ALTER FUNCTION sched.set_rate_limit(text, int, interval) SECURITY DEFINER;
 ALTER FUNCTION sched.set_tenant_quota(text, int, int, bigint, int) SECURITY DEFINER;
 ALTER FUNCTION sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint,
-                            int, int, bigint, int, text, int, timestamptz, jsonb, text) SECURITY DEFINER;
+                            int, int, bigint, int, text, int, timestamptz, jsonb, text, text, uuid, int,
+                            boolean, boolean) SECURITY DEFINER;
 ALTER FUNCTION sched.claim_requests(int, interval, text, text, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.dispatch_attempt(bigint, uuid, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.dispatch_next(int, text, text, timestamptz) SECURITY DEFINER;
@@ -125,9 +126,9 @@ GRANT USAGE ON SCHEMA sched TO sched_observer, sched_scheduler, sched_worker, sc
 -- sched_observer: reads
 GRANT SELECT ON ALL TABLES IN SCHEMA sched TO sched_observer;
 GRANT EXECUTE ON FUNCTION
-    sched.select_candidate(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz),
-    sched.rank_candidates(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz),
-    sched.qualification_reasons(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz),
+    sched.select_candidate(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz, text),
+    sched.rank_candidates(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz, text),
+    sched.qualification_reasons(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz, text),
     sched.qualification_reasons(bigint, timestamptz),
     sched.explain(bigint, timestamptz),
     sched.execution_timeline(uuid),
@@ -140,6 +141,8 @@ GRANT EXECUTE ON FUNCTION
     sched.dispatch_stats(),
     sched.step_lock_key(uuid, int),
     sched.setting_seconds(text),
+    sched.labels_match(jsonb, jsonb),
+    sched.format_label_expression(text, jsonb),
     sched.format_cpus(bigint),
     sched.format_amount(text, text),
     sched.format_duration(interval)
@@ -148,7 +151,8 @@ TO sched_observer;
 -- sched_scheduler: the queue and dispatch
 GRANT EXECUTE ON FUNCTION
     sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint, int, int,
-                 bigint, int, text, int, timestamptz, jsonb, text),
+                 bigint, int, text, int, timestamptz, jsonb, text, text, uuid, int, boolean,
+                 boolean),
     sched.claim_requests(int, interval, text, text, timestamptz),
     sched.dispatch_attempt(bigint, uuid, timestamptz),
     sched.dispatch_next(int, text, text, timestamptz),

@@ -114,15 +114,7 @@ LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp;
 
 -- dispatch_next of 0.2.0 judges each shape once (the 0.1.0 entry point refuses, asking
--- for this update)
-CREATE OR REPLACE FUNCTION sched.dispatch_next(
-    max_dispatches int DEFAULT 1,
-    capability text DEFAULT NULL,
-    tenant text DEFAULT NULL,
-    at timestamptz DEFAULT now())
-RETURNS SETOF sched.dispatch_result
-AS 'MODULE_PATHNAME', 'sched_dispatch_next_0_2'
-LANGUAGE C VOLATILE;
+-- for this update): its new entry point comes with 30_dispatch below
 
 -- ---------------------------------------------------------------------------------
 -- Least privilege: who registered each worker, who owns each tenant; the helpers the
@@ -237,3 +229,51 @@ CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE status IN (
 -- type, so the view and function go and come back with 50_diagnostics
 DROP VIEW sched.queue_stats;
 DROP FUNCTION sched.queue_stats(timestamptz);
+
+-- Issue 15: spread keys.  The request and its attempts carry spread_key; the placement
+-- functions take it as a new last parameter and rank_candidates reports the spread
+-- term (a new attribute of its result type), so the three are dropped here and come
+-- back with 30_dispatch below.
+ALTER TABLE sched.request ADD COLUMN spread_key text COLLATE "C";
+ALTER TABLE sched.attempt ADD COLUMN spread_key text COLLATE "C";
+CREATE INDEX attempt_live_spread_idx ON sched.attempt (spread_key, node_id)
+    WHERE spread_key IS NOT NULL AND status IN ('DISPATCHED', 'RUNNING');
+DROP FUNCTION sched.select_candidate(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz);
+DROP FUNCTION sched.rank_candidates(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz);
+DROP FUNCTION sched.qualification_reasons(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz);
+ALTER TYPE sched.ranked_candidate ADD ATTRIBUTE spread_matches int;
+
+-- Issue 15: gangs.  sched.gang (dumped) and request.gang_id; submit gains gang_id,
+-- gang_size and distinct_nodes with 25_work_api below.
+/* Gangs (issue 15, README "Gangs"): the requests submitted with one gang_id are placed
+ * together, in one transaction, or not at all.  submit makes the row with the first
+ * member and checks every later one against it (under its row lock); dispatch holds its
+ * row lock (taken without waiting) while it places the members, so one transaction at a
+ * time places a gang.  Dumped with the data. */
+CREATE TABLE sched.gang (
+    gang_id         uuid PRIMARY KEY,
+    tenant          text COLLATE "C" NOT NULL,
+    gang_size       int NOT NULL CONSTRAINT gang_size_valid CHECK (gang_size BETWEEN 2 AND 64),
+    distinct_nodes  boolean NOT NULL,
+    created_at      timestamptz NOT NULL,
+    -- when its members were dispatched, all in one transaction (NULL: not yet)
+    placed_at       timestamptz
+);
+COMMENT ON TABLE sched.gang IS 'Gangs: gang_size requests placed together or not at all, each on another node when distinct_nodes.';
+SELECT pg_catalog.pg_extension_config_dump('sched.gang', '');
+ALTER TABLE sched.request ADD COLUMN gang_id uuid;
+CREATE INDEX request_gang_idx ON sched.request (gang_id) WHERE gang_id IS NOT NULL;
+
+-- Issue 15: preemption.  A request may be submitted preemptible; a preemption ends its
+-- attempts PREEMPTED and holds the capacity for the preemptor (request.held_*).
+ALTER TABLE sched.attempt DROP CONSTRAINT attempt_status_valid;
+ALTER TABLE sched.attempt ADD CONSTRAINT attempt_status_valid
+    CHECK (status IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST', 'PREEMPTED'));
+ALTER TABLE sched.request ADD COLUMN preemptible boolean NOT NULL DEFAULT false;
+ALTER TABLE sched.request ADD COLUMN held_node_id text COLLATE "C";
+ALTER TABLE sched.request ADD COLUMN held_worker_id uuid;
+ALTER TABLE sched.request ADD COLUMN held_until timestamptz;
+ALTER TABLE sched.request ADD CONSTRAINT request_hold_consistent CHECK (
+    (held_node_id IS NULL) = (held_worker_id IS NULL) AND (held_node_id IS NULL) = (held_until IS NULL));
+CREATE INDEX request_held_idx ON sched.request (held_until) WHERE held_until IS NOT NULL;
+CREATE INDEX attempt_live_node_idx ON sched.attempt (node_id) WHERE status IN ('DISPATCHED', 'RUNNING');

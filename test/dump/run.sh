@@ -10,18 +10,27 @@
 # (sched_admin), sched_dump_app (sched_scheduler, and member of sched_dump_team, a NOLOGIN
 # tenant owner), sched_dump_worker (sched_worker), sched_dump_busy (sched_scheduler and
 # sched_worker: the busy client, a scheduler that is its own worker).  Steps:
-#   1. database sched_dump_src: a fleet (5 nodes ACTIVE, DRAINING, DISABLED; 9 workers of 4
-#      capabilities, READY, STARTING, DRAINING, STOPPED, CORDONED, one re-registered),
+#   1. database sched_dump_src: a fleet (5 nodes ACTIVE, DRAINING, DISABLED; 13 workers of
+#      7 capabilities, READY, STARTING, DRAINING, STOPPED, CORDONED, one re-registered),
 #      tenants with weights and owners, a queue (pending, delayed, claimed, unplaceable,
 #      cancelled), live attempts (DISPATCHED, RUNNING), finished ones (SUCCEEDED, FAILED and
 #      retried, FAILED ending its execution, LOST by reap_expired and retried), commands
 #      delivered and not, CANCEL commands of a cancelled execution, a completed execution,
-#      and their timeline; the invariants hold;
+#      and their timeline; and issue 15's placement kinds: requests with label expressions
+#      (in, not_in, exists, gt, version; one that no node meets) and spread keys, their
+#      attempts live with the keys on two nodes; a gang placed whole (placed_at, its
+#      members DISPATCHED on distinct nodes) and one waiting (2 of its 3 members submitted:
+#      gang_incomplete); a RUNNING preemptible attempt PREEMPTED (sched.preemption on in
+#      the loading session only, as the superuser: pg_dump without --create carries no
+#      database setting), its CANCEL command and its step requeued with max_attempts + 1,
+#      and the room held for its preemptor (request.held_*, for an hour) counted in the
+#      node's and the worker's counters; the invariants hold;
 #   2. the busy client starts (one session as sched_dump_busy, in lock step with this
 #      script: every round submits, dispatch_next, finishes what it started the round
 #      before, SUCCEEDED or FAILED, polls and starts); once it is running, a session holds a
 #      REPEATABLE READ transaction, exports its snapshot (pg_export_snapshot) and computes,
-#      in that snapshot, a digest of the rows of every table of the extension, the live
+#      in that snapshot, a digest of the rows of every table of the extension (found in
+#      the catalog: exactly the tables whose data the dump holds, sched.gang too), the live
 #      count per tenant of sched.tenant_live, the maxima of the id columns, and runs
 #      test/pgbench/invariants.sql there; after more rounds, pg_dump -Fc and pg_dump -Fp
 #      with --snapshot of that transaction, while the client goes on; then the client
@@ -40,12 +49,19 @@
 #                             replication table copy runs under)
 #      and in each: the digest of every table equals the snapshot's, tenant_live sums per
 #      tenant equal the snapshot's and the live attempts per tenant, the node and worker
-#      counters equal what the live attempts imply, every sequence of the extension holds
+#      counters equal what the live attempts and the holds of preemption imply,
+#      rank_candidates counts each spread key's restored live attempts per node (its
+#      spread_matches), every sequence of the extension holds
 #      the value its dump recorded (read between the export and the end of the dumps), at
 #      least the maximum of its column; invariants.sql holds; each backend's fleet mirror
 #      agrees with the tables;
 #   4. in each restored database, work continues: the workers poll exactly the commands
-#      left undelivered for their live attempts; every attempt restored live is finished
+#      left undelivered for their live attempts; the held request's next dispatch_attempt
+#      (as the scheduler) takes the held room (DISPATCHED on the held node and worker, its
+#      held_* cleared, no hold left, the counters then the live attempts' alone); the
+#      worker's finish_attempt of the restored PREEMPTED attempt is refused (55000); the
+#      waiting gang's third member is submitted and one dispatch_attempt places the gang
+#      whole (3 attempts at one time, placed_at set); every attempt restored live is finished
 #      (DISPATCHED ones started first), renewed or reaped with its restored lease_version,
 #      and a stale lease_version is refused (55000); reap_expired at the lease end of a
 #      restored attempt (an `at` in the future: as the superuser) reaps exactly the
@@ -107,11 +123,13 @@ expect() {
   query: $4"
     pass "$2"
 }
-# refused DB WHAT SQLSTATE SQL [USER]: the statement must fail with SQLSTATE
+# refused DB WHAT SQLSTATE SQL [USER] [PATTERN]: the statement must fail with SQLSTATE (and
+# a message matching the extended regular expression PATTERN)
 refused() {
     local got
     got=$(psql -X -q -At -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -d "$1" -U "${5:-$PGUSER}" -c "$4" 2>&1) && fail "$2 (in $1): it succeeded: $got"
     grep -q "ERROR:  $3:" <<<"$got" || fail "$2 (in $1): expected SQLSTATE $3, got: $got"
+    [ -z "${6:-}" ] || grep -Eq "ERROR:  $3: .*$6" <<<"$got" || fail "$2 (in $1): expected a message matching '$6', got: $got"
     pass "$2"
 }
 invariants() { # invariants DB WHEN
@@ -128,6 +146,25 @@ fresh_db() { # fresh_db DB
         -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1"
 }
 deadline() { echo $((SECONDS + TIMEOUT)); }
+# counters_sql HOLDS: the number of workers, and of nodes, whose counters differ from the
+# sums over their live attempts (DISPATCHED, RUNNING) plus, when HOLDS is 1, the holds of
+# preemption: one slot on held_worker_id and one reservation of the held request's
+# reserve_* (and one live attempt) on held_node_id per held request
+counters_sql() {
+    printf '%s' "SELECT (SELECT count(*) FROM sched.worker w WHERE w.live_attempts <>
+                    (SELECT count(*) FROM sched.attempt a WHERE a.worker_id = w.worker_id AND a.status IN ('DISPATCHED', 'RUNNING'))
+                    + $1 * (SELECT count(*) FROM sched.request r WHERE r.held_worker_id = w.worker_id)),
+                (SELECT count(*) FROM sched.node n CROSS JOIN LATERAL (
+                    SELECT count(*)::int AS live, coalesce(sum(a.reserve_cpu_millis), 0)::int AS cpu,
+                           coalesce(sum(a.reserve_memory_mb), 0)::bigint AS mem, coalesce(sum(a.reserve_gpus), 0)::int AS gpus
+                      FROM sched.attempt a WHERE a.node_id = n.node_id AND a.status IN ('DISPATCHED', 'RUNNING')) s
+                  CROSS JOIN LATERAL (
+                    SELECT count(*)::int AS live, coalesce(sum(r.reserve_cpu_millis), 0)::int AS cpu,
+                           coalesce(sum(r.reserve_memory_mb), 0)::bigint AS mem, coalesce(sum(r.reserve_gpus), 0)::int AS gpus
+                      FROM sched.request r WHERE r.held_node_id = n.node_id) h
+                  WHERE (n.live_attempts, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus)
+                        IS DISTINCT FROM (s.live + $1 * h.live, s.cpu + $1 * h.cpu, s.mem + $1 * h.mem, s.gpus + $1 * h.gpus))"
+}
 
 # ---- roles -----------------------------------------------------------------------------
 say "cluster $PGHOST:$PGPORT; files in $WORK"
@@ -172,8 +209,8 @@ SET client_min_messages = warning;
 -- ---- the fleet and the tenants, as the admin ----------------------------------------------
 \connect - sched_dump_admin
 SELECT count(*) AS nodes FROM (VALUES
-    (sched.upsert_node('n1', labels => '{"zone":"a","disk":"ssd"}', cpu_millis => 8000, memory_mb => 16384, gpus => 2, weight => 100)),
-    (sched.upsert_node('n2', labels => '{"zone":"b"}', cpu_millis => 4000, memory_mb => 8192, weight => 50)),
+    (sched.upsert_node('n1', labels => '{"zone":"a","disk":"ssd","cuda":"12.2","mem_gb":"64"}', cpu_millis => 8000, memory_mb => 16384, gpus => 2, weight => 100)),
+    (sched.upsert_node('n2', labels => '{"zone":"b","cuda":"11.8","mem_gb":"32"}', cpu_millis => 4000, memory_mb => 8192, weight => 50)),
     (sched.upsert_node('n3', labels => '{"zone":"a"}', cpu_millis => 4000, memory_mb => 8192, weight => 80)),
     (sched.upsert_node('n4', labels => '{"zone":"c"}', cpu_millis => 2000, memory_mb => 4096, weight => 10)),
     (sched.upsert_node('n5', labels => '{"zone":"s"}', cpu_millis => 4000, memory_mb => 8192, weight => 100))) v(n);
@@ -271,6 +308,58 @@ SELECT (sched.cordon_worker(:'w_n2_build')).scheduling_status;
 SELECT (sched.heartbeat(:'w_n2_render', :g_n2_render, runtime_state => 'STARTING')).runtime_state;
 SELECT (sched.heartbeat(:'w_n1_render', :g_n1_render, runtime_state => 'DRAINING')).runtime_state;
 SELECT (sched.heartbeat(:'w_n4_build', :g_n4_build, runtime_state => 'STOPPED')).runtime_state;
+-- ---- issue 15: label expressions, spread keys, gangs, preemption ---------------------------
+-- workers of capabilities of their own on n1 and n2 (place, gang) and n1's only prio slot
+SELECT worker_id AS w_n1_place, generation AS g_n1_place FROM sched.register_worker('n1', 'place', ARRAY['1'], 6) \gset
+SELECT count(*) AS registered FROM (VALUES (sched.register_worker('n2', 'place', ARRAY['1'], 6)),
+    (sched.register_worker('n1', 'gang', ARRAY['1'], 4)), (sched.register_worker('n2', 'gang', ARRAY['1'], 4))) v(r);
+SELECT worker_id AS w_n1_prio, generation AS g_n1_prio FROM sched.register_worker('n1', 'prio', ARRAY['1'], 1) \gset
+\connect - sched_dump_app
+-- label expressions (in, not_in, exists, gt, version) that n1 and n2 both meet, and two
+-- spread keys: six requests placed by one dispatch_next; one no node meets (gt 1000)
+SELECT count(sched.submit(md5('dump-exec-place-' || i % 3)::uuid, md5('dump-step-place-' || i)::uuid, 'place', '1',
+           tenant => (ARRAY['acme', 'globex', 'initech'])[1 + i % 3],
+           required_labels => (ARRAY['{"zone": {"in": ["a", "b"]}}',
+                                     '{"cuda": {"version": ">=11.8,<13"}, "spot": {"exists": false}}',
+                                     '{"zone": {"not_in": ["c", "s"]}, "mem_gb": {"gt": 16}}'])[1 + i % 3]::jsonb,
+           spread_key => 'svc-' || i % 2, reserve_cpu_millis => 100, reserve_memory_mb => 64))
+  FROM generate_series(1, 6) i;
+SELECT sched.submit(md5('dump-exec-place-0')::uuid, md5('dump-step-place-big')::uuid, 'place', '1',
+                    tenant => 'acme', required_labels => '{"mem_gb": {"gt": 1000}}', spread_key => 'svc-0');
+SELECT outcome, count(*) FROM sched.dispatch_next(10, capability => 'place') GROUP BY 1 ORDER BY 1;
+-- a gang placed whole (2 members on distinct nodes, by one dispatch_attempt), and one
+-- waiting: 2 of its 3 members submitted (the third is submitted after the restore)
+SELECT count(sched.submit(md5('dump-exec-gang')::uuid, md5('dump-step-gang-a-' || i)::uuid, 'gang', '1',
+                          tenant => 'acme', reserve_cpu_millis => 100, reserve_memory_mb => 64,
+                          gang_id => md5('dump-gang-a')::uuid, gang_size => 2, distinct_nodes => true))
+  FROM generate_series(1, 2) i;
+SELECT outcome, detail FROM sched.dispatch_attempt((SELECT min(request_id) FROM sched.request WHERE gang_id = md5('dump-gang-a')::uuid));
+SELECT count(sched.submit(md5('dump-exec-gang')::uuid, md5('dump-step-gang-b-' || i)::uuid, 'gang', '1',
+                          tenant => 'acme', reserve_cpu_millis => 100, reserve_memory_mb => 64,
+                          gang_id => md5('dump-gang-b')::uuid, gang_size => 3))
+  FROM generate_series(1, 2) i;
+SELECT outcome, detail FROM sched.dispatch_next(10, capability => 'gang');
+-- preemption: a preemptible attempt of priority 0 runs in n1's only prio slot; a request
+-- of priority 5 preempts it (as the superuser: sched.preemption is SUSET, and set here
+-- only, not for the database) and the room is held for it, for an hour
+SELECT sched.submit(md5('dump-exec-prio')::uuid, md5('dump-step-victim')::uuid, 'prio', '1', tenant => 'initech',
+                    priority => 0, preemptible => true, reserve_cpu_millis => 200, reserve_memory_mb => 128,
+                    max_attempts => 2) AS victim_request \gset
+SELECT outcome FROM sched.dispatch_attempt(:victim_request);
+SELECT sched.submit(md5('dump-exec-prio')::uuid, md5('dump-step-preemptor')::uuid, 'prio', '1', tenant => 'initech',
+                    priority => 5, reserve_cpu_millis => 300, reserve_memory_mb => 256, reserve_gpus => 1) AS preemptor_request \gset
+\connect - sched_dump_worker
+-- n1's place and prio workers poll and start theirs (n2's are left undelivered)
+SELECT count(sched.start_attempt(p.attempt_id, p.lease_version)) AS started
+  FROM (SELECT * FROM sched.poll_commands(:'w_n1_place', :g_n1_place, 100)
+        UNION ALL SELECT * FROM sched.poll_commands(:'w_n1_prio', :g_n1_prio, 100)) p WHERE p.kind = 'START';
+\connect - postgres
+SET sched.preemption = on;
+SET sched.preemption_hold = '1h';
+SELECT outcome, detail FROM sched.dispatch_attempt(:preemptor_request);
+\connect - sched_dump_worker
+-- the victim's worker polls, as a worker does
+SELECT count(*) AS polled_after_preemption FROM sched.poll_commands(:'w_n1_prio', :g_n1_prio, 100);
 SQL
 "${PSQL[@]}" -d "$SRC" -f "$WORK/load.sql" >"$WORK/load.out" 2>&1 \
     || { cat "$WORK/load.out" >&2; fail "loading $SRC failed (above)"; }
@@ -303,6 +392,51 @@ expect "$SRC" "... tenants with weights and owners, live attempts of each on sev
     "SELECT (SELECT count(*) FROM sched.tenant WHERE weight > 1 OR owner IS NOT NULL),
             (SELECT count(*) FROM sched.tenant WHERE owner IS NOT NULL),
             count(DISTINCT tenant), count(DISTINCT node_id) FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING')"
+expect "$SRC" "... label expressions in required_labels (exists, gt, in, not_in, version), one request no node meets for one" \
+    "exists,gt,in,not_in,version t" \
+    "SELECT (SELECT string_agg(DISTINCT op, ',' ORDER BY op) FROM sched.request r, jsonb_each(r.required_labels) e,
+                   jsonb_object_keys(CASE WHEN jsonb_typeof(e.value) = 'object' THEN e.value END) op),
+            bool_or(state = 'PENDING' AND tries > 0 AND last_reason LIKE '%required_labels_mismatch%'
+                    AND required_labels ->> 'mem_gb' LIKE '{%') FROM sched.request"
+expect "$SRC" "... attempts DISPATCHED and RUNNING with spread keys, each key's on two nodes, as their requests'" "2 t t 2 0" \
+    "SELECT count(DISTINCT a.spread_key), bool_or(a.status = 'DISPATCHED'), bool_or(a.status = 'RUNNING'),
+            min(k.nodes), count(*) FILTER (WHERE a.spread_key IS DISTINCT FROM r.spread_key)
+       FROM sched.attempt a JOIN sched.request r USING (request_id)
+       JOIN (SELECT spread_key, count(DISTINCT node_id) AS nodes FROM sched.attempt
+              WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY 1) k ON k.spread_key = a.spread_key
+      WHERE a.status IN ('DISPATCHED', 'RUNNING')"
+expect "$SRC" "... a gang placed whole (placed_at, 2 members DISPATCHED on 2 nodes), one waiting (2 of 3 submitted, gang_incomplete)" \
+    "2 t 2 2 2 f, 3 f 2 0 0 t" \
+    "SELECT string_agg(format('%s %s %s %s %s %s', g.gang_size, g.placed_at IS NOT NULL, m.members, m.dispatched, m.nodes,
+                              m.incomplete), ', ' ORDER BY g.gang_size)
+       FROM sched.gang g CROSS JOIN LATERAL (
+            SELECT count(*) AS members, count(*) FILTER (WHERE r.state = 'DISPATCHED' AND a.status = 'DISPATCHED') AS dispatched,
+                   count(DISTINCT a.node_id) AS nodes,
+                   coalesce(bool_and(r.state = 'PENDING' AND r.last_reason LIKE 'gang_incomplete: gang % has 2 of 3 members submitted'), false) AS incomplete
+              FROM sched.request r LEFT JOIN sched.attempt a ON a.attempt_id = r.attempt_id WHERE r.gang_id = g.gang_id) m"
+expect "$SRC" "... a PREEMPTED attempt (it was RUNNING), its CANCEL command, its step requeued PENDING with max_attempts + 1" \
+    "1 t 1 PENDING t" \
+    "SELECT count(*), bool_and(a.started_at IS NOT NULL),
+            (SELECT count(*) FROM sched.command c WHERE c.attempt_id = a.attempt_id AND c.kind = 'CANCEL'),
+            n.state, n.max_attempts = r.max_attempts + 1
+       FROM sched.attempt a JOIN sched.request r USING (request_id)
+       JOIN sched.request n ON n.step_id = r.step_id AND n.attempt_number = r.attempt_number + 1
+      WHERE a.status = 'PREEMPTED' GROUP BY a.attempt_id, n.state, n.max_attempts, r.max_attempts"
+expect "$SRC" "... a request holding the room its preemption freed on n1 (PENDING, for an hour from the preemption), in its node's and worker's counters" \
+    "1 n1 PENDING t t t" \
+    "SELECT count(*), min(r.held_node_id), min(r.state),
+            bool_and(r.held_until = (SELECT a.finished_at FROM sched.attempt a WHERE a.status = 'PREEMPTED') + interval '1 hour'),
+            bool_and((n.live_attempts, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus) =
+                     (s.live + 1, s.cpu + r.reserve_cpu_millis, s.mem + r.reserve_memory_mb, s.gpus + r.reserve_gpus)
+                     AND r.reserve_cpu_millis > 0 AND r.reserve_memory_mb > 0 AND r.reserve_gpus > 0),
+            bool_and(w.live_attempts = w.slots AND w.node_id = r.held_node_id AND
+                     w.live_attempts = 1 + (SELECT count(*) FROM sched.attempt a WHERE a.worker_id = w.worker_id
+                                                                               AND a.status IN ('DISPATCHED', 'RUNNING')))
+       FROM sched.request r JOIN sched.node n ON n.node_id = r.held_node_id JOIN sched.worker w ON w.worker_id = r.held_worker_id
+      CROSS JOIN LATERAL (SELECT count(*)::int AS live, coalesce(sum(a.reserve_cpu_millis), 0)::int AS cpu,
+                                 coalesce(sum(a.reserve_memory_mb), 0)::bigint AS mem, coalesce(sum(a.reserve_gpus), 0)::int AS gpus
+                            FROM sched.attempt a WHERE a.node_id = n.node_id AND a.status IN ('DISPATCHED', 'RUNNING')) s"
+expect "$SRC" "... worker live_attempts and node reservations = sums over the live attempts and the holds" "0 0" "$(counters_sql 1)"
 invariants "$SRC" "after the load"
 
 # ---- 2. the busy client, the snapshot, the dumps --------------------------------------------
@@ -461,6 +595,14 @@ pass "both dumps hold every sequence of the extension, each between its values a
 grep -q 'tenant_live' <(pg_restore -l "$WORK/src.dump" | grep 'TABLE DATA') \
     && fail "the dump holds the rows of sched.tenant_live (derived: its triggers rebuild it on restore)"
 pass "the dump has the data of $(pg_restore -l "$WORK/src.dump" | grep -c 'TABLE DATA sched') tables, not sched.tenant_live's"
+# the digest (every table of the extension but tenant_live, found from the catalog) covers
+# exactly the tables whose data the dump holds, sched.gang (issue 15) and its 2 gangs too
+dumped=$(pg_restore -l "$WORK/src.dump" | sed -nE 's/^[0-9]+; [0-9]+ [0-9]+ TABLE DATA sched ([^ ]+) .*/sched.\1/p' | sort | paste -sd' ')
+digested=$(sed -n 's/^table \([^|]*\)|.*/\1/p' "$WORK/digest_src.txt" | sort | paste -sd' ')
+[ "$dumped" = "$digested" ] || fail "the dump has the data of ($dumped), the digest covers ($digested): both must be every table of the extension but tenant_live"
+grep -q '^table sched\.gang|2|' "$WORK/digest_src.txt" \
+    || fail "the digest of the snapshot does not hold sched.gang's 2 rows: $(grep '^table sched.gang' "$WORK/digest_src.txt" || echo 'no sched.gang line')"
+pass "the digest covers exactly the tables whose data the dump holds, sched.gang's 2 gangs included"
 
 # ---- 3. restores -----------------------------------------------------------------------
 say "3. restores: pg_restore, --single-transaction --exit-on-error, -j 2, psql -f, --data-only as replica"
@@ -495,7 +637,7 @@ for db in "${TARGETS[@]}"; do
 done
 
 check_restored() { # check_restored DB SEQFILE: the restored database against the snapshot
-    local db=$1 seqs=$2 d
+    local db=$1 seqs=$2 d expected
     "${PSQL[@]}" -At -F '|' -d "$db" -f "$WORK/digest.sql" >"$WORK/digest_$db.txt"
     d=$(diff "$WORK/digest_src.txt" "$WORK/digest_$db.txt") \
         || fail "$db differs from the dump's snapshot (< snapshot, > restored):
@@ -507,15 +649,21 @@ $d"
            FULL JOIN (SELECT tenant, count(*) AS live FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY tenant) a
              ON a.tenant = c.tenant
           WHERE coalesce(c.live, 0) <> coalesce(a.live, 0)"
-    expect "$db" "$db: worker live_attempts and node reservations = sums over the live attempts" "0 0" \
-        "SELECT (SELECT count(*) FROM sched.worker w WHERE w.live_attempts <>
-                    (SELECT count(*) FROM sched.attempt a WHERE a.worker_id = w.worker_id AND a.status IN ('DISPATCHED', 'RUNNING'))),
-                (SELECT count(*) FROM sched.node n CROSS JOIN LATERAL (
-                    SELECT count(*)::int AS live, coalesce(sum(a.reserve_cpu_millis), 0)::int AS cpu,
-                           coalesce(sum(a.reserve_memory_mb), 0)::bigint AS mem, coalesce(sum(a.reserve_gpus), 0)::int AS gpus
-                      FROM sched.attempt a WHERE a.node_id = n.node_id AND a.status IN ('DISPATCHED', 'RUNNING')) s
-                  WHERE (n.live_attempts, n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus)
-                        IS DISTINCT FROM (s.live, s.cpu, s.mem, s.gpus))"
+    expect "$db" "$db: worker live_attempts and node reservations = sums over the live attempts and the holds" "0 0" \
+        "$(counters_sql 1)"
+    # spread (issue 15): the restored live attempts of each key count on their nodes, as
+    # placement reads them (rank_candidates' spread_matches; its heartbeat_ttl, as the
+    # restored database has the default until step 4)
+    expected=$(value "$db" "SELECT string_agg(format('%s %s %s', k.k, w.node_id,
+                                  (SELECT count(*) FROM sched.attempt a WHERE a.spread_key = k.k AND a.node_id = w.node_id
+                                                                         AND a.status IN ('DISPATCHED', 'RUNNING'))), ', ' ORDER BY k.k, w.node_id)
+                              FROM (SELECT DISTINCT spread_key FROM sched.request WHERE spread_key IS NOT NULL) k(k)
+                              CROSS JOIN sched.worker w WHERE w.capability = 'place'")
+    [[ "$expected" =~ [1-9]$ ]] || fail "$db: no live attempt of a spread key on a place worker's node: '$expected'"
+    expect "$db" "$db: rank_candidates counts each spread key's restored live attempts on each node ($expected)" "$expected" \
+        "SELECT string_agg(format('%s %s %s', k.k, c.node_id, c.spread_matches), ', ' ORDER BY k.k, c.node_id)
+           FROM (SELECT DISTINCT spread_key FROM sched.request WHERE spread_key IS NOT NULL) k(k),
+                LATERAL sched.rank_candidates('place', '1', heartbeat_ttl => '1 day', spread_key => k.k) c"
     "${PSQL[@]}" -At -F '|' -d "$db" -f "$WORK/seq.sql" | sort >"$WORK/seq_$db.txt"
     d=$(diff "$seqs" "$WORK/seq_$db.txt") || fail "$db: the sequences are not what the dump recorded (< dump, > restored):
 $d"
@@ -569,6 +717,41 @@ continue_work() { # continue_work DB
                          FROM public.dump_workers w, LATERAL sched.poll_commands(w.worker_id, w.generation, 100) p" sched_dump_worker)
     [ "$got" = "$expected" ] || fail "$db: the workers polled commands '$got', expected the undelivered ones '$expected'"
     pass "$db: the workers poll exactly the restored undelivered commands of their live attempts ($(wc -w <<<"$expected"))"
+
+    # issue 15: the restored hold is taken by its request's next dispatch, and then the
+    # counters are the live attempts' alone
+    local held h_node h_worker p p_lease gang_b third
+    read -r held h_node h_worker p p_lease gang_b < <(value "$db" "SELECT r.request_id, r.held_node_id, r.held_worker_id,
+            (SELECT attempt_id FROM sched.attempt WHERE status = 'PREEMPTED'), (SELECT lease_version FROM sched.attempt WHERE status = 'PREEMPTED'),
+            (SELECT gang_id FROM sched.gang WHERE placed_at IS NULL)
+       FROM sched.request r WHERE r.held_node_id IS NOT NULL")
+    [ -n "$held" ] && [ -n "$p" ] && [ -n "$gang_b" ] \
+        || fail "$db: expected a restored request holding room ('$held'), a PREEMPTED attempt ('$p') and a waiting gang ('$gang_b')"
+    expect "$db" "$db: the held request's next dispatch (as the scheduler) takes the held room: DISPATCHED on $h_node, the held worker" \
+        "DISPATCHED $h_node $h_worker" \
+        "SELECT outcome, node_id, worker_id FROM sched.dispatch_attempt($held)" sched_dump_app
+    expect "$db" "$db: ... its held_* are cleared, and no request holds room" "DISPATCHED 0" \
+        "SELECT state, (SELECT count(*) FROM sched.request
+                         WHERE held_node_id IS NOT NULL OR held_worker_id IS NOT NULL OR held_until IS NOT NULL)
+           FROM sched.request WHERE request_id = $held"
+    expect "$db" "$db: ... worker live_attempts and node reservations = sums over the live attempts alone" "0 0" "$(counters_sql 0)"
+    # a restored PREEMPTED attempt stays ended: its worker's finish is refused
+    refused "$db" "$db: finish_attempt of a restored PREEMPTED attempt, by its worker with its lease_version, is refused (55000: it is PREEMPTED)" 55000 \
+        "SELECT sched.finish_attempt('$p', $p_lease, 'SUCCEEDED')" sched_dump_worker "it is PREEMPTED"
+    expect "$db" "$db: ... it stays PREEMPTED" "PREEMPTED" "SELECT status FROM sched.attempt WHERE attempt_id = '$p'"
+    # the waiting gang: its third member, and one dispatch places the gang whole
+    third=$(value "$db" "SELECT sched.submit(md5('dump-exec-gang')::uuid, md5('dump-step-gang-b-3')::uuid, 'gang', '1',
+                             tenant => 'acme', reserve_cpu_millis => 100, reserve_memory_mb => 64,
+                             gang_id => '$gang_b', gang_size => 3)" sched_dump_app 2>&1) \
+        || fail "$db: submitting the waiting gang's third member failed: $third"
+    expect "$db" "$db: the waiting gang's third member is submitted; one dispatch_attempt places the gang whole" \
+        "DISPATCHED gang $gang_b placed whole: 3 members" \
+        "SELECT outcome, detail FROM sched.dispatch_attempt($third)" sched_dump_app
+    expect "$db" "$db: ... 3 members DISPATCHED with 3 attempts, dispatched at one time, placed_at set" "3 3 1 t" \
+        "SELECT count(*) FILTER (WHERE r.state = 'DISPATCHED'), count(a.attempt_id) FILTER (WHERE a.status = 'DISPATCHED'),
+                count(DISTINCT a.dispatched_at), bool_and(g.placed_at IS NOT NULL)
+           FROM sched.gang g JOIN sched.request r ON r.gang_id = g.gang_id LEFT JOIN sched.attempt a ON a.attempt_id = r.attempt_id
+          WHERE g.gang_id = '$gang_b'"
 
     # a stale lease_version is refused; the restored one is valid
     read -r x x_lease < <(value "$db" "SELECT attempt_id, lease_version FROM public.dump_restored_live

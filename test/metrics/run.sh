@@ -521,7 +521,7 @@ SELECT coalesce(json_agg(json_build_array(family, labels, value)), '[]') FROM (
     SELECT 'pg_sched_attempts_ended_total', jsonb_build_object('tenant', p.tenant, 'capability', p.capability, 'status', st),
            coalesce((SELECT e.n FROM ended e WHERE e.tenant = p.tenant AND e.capability = p.capability AND e.status = st), 0)
       FROM (SELECT DISTINCT tenant, capability FROM ended) p,
-           unnest(ARRAY['SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST']) st
+           unnest(ARRAY['SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST', 'PREEMPTED']) st
     UNION ALL
     SELECT 'pg_sched_node_' || m.k, jsonb_build_object('node', n.node_id, 'status', n.management_status), m.v
       FROM nodes n

@@ -82,7 +82,7 @@ processed=$PGB_PROCESSED tps=$PGB_TPS
 say "tps $tps, $processed transactions, 0 failed; dispatch outcomes:"
 psql -X -d "$DB" -c "SELECT script, outcome, count(*) FROM bench_outcome GROUP BY 1, 2 ORDER BY 1, 2"
 read -r DISPATCHED UNSCHEDULABLE ATTEMPTS ENDED LIVE < <(psql -X -At -F ' ' -d "$DB" -c "
-    SELECT (SELECT count(*) FROM bench_outcome WHERE outcome = 'DISPATCHED'),
+    SELECT (SELECT coalesce(sum(placed), 0) FROM bench_outcome WHERE outcome = 'DISPATCHED'),
            (SELECT count(*) FROM bench_outcome WHERE outcome = 'UNSCHEDULABLE'),
            count(*), count(*) FILTER (WHERE status NOT IN ('DISPATCHED', 'RUNNING')),
            count(*) FILTER (WHERE status IN ('DISPATCHED', 'RUNNING'))
@@ -100,6 +100,18 @@ say "fleet mirror checked $CHECKS times against the tables during the run: $DIFF
 say "invariants"
 "${PSQL[@]}" -d "$DB" -f "$HERE/invariants.sql" 2>&1 | sed 's/^psql:[^ ]* //' \
     || fail "invariants violated after the pgbench run (above)"
+
+# the placement kinds of issue 15 were in the mix: gangs placed whole and left wholly
+# pending, attempts preempted and their room held and taken
+read -r GANGS PLACED_GANGS PREEMPTED PREEMPTIONS < <(psql -X -At -F ' ' -d "$DB" -c "
+    SELECT count(*), count(*) FILTER (WHERE placed_at IS NOT NULL),
+           (SELECT count(*) FROM sched.attempt WHERE status = 'PREEMPTED'),
+           (SELECT count(*) FROM sched.timeline WHERE milestone_key LIKE 'step.preempting:%')
+      FROM sched.gang")
+say "gangs: $PLACED_GANGS of $GANGS placed whole (the others wholly pending); $PREEMPTED attempts preempted by $PREEMPTIONS preemptions"
+[ "$PLACED_GANGS" -gt 0 ] || fail "no gang was placed during the run: the mix did not exercise gangs"
+[ "$PLACED_GANGS" -lt "$GANGS" ] || fail "every gang was placed: the mix did not exercise a gang left pending"
+[ "$PREEMPTED" -gt 0 ] || fail "no attempt was preempted during the run: the mix did not exercise preemption"
 
 # ---- 5. self-test: every invariant can fail ---------------------------------------------
 say "self-test: every invariant must fail on a corrupted state"
@@ -146,6 +158,9 @@ declare -A corrupt=(
     [attempt_has_one_start_command]="DELETE FROM sched.command WHERE kind = 'START' AND attempt_id = $ended_attempt"
     [attempt_has_selected_milestone]="DELETE FROM sched.timeline WHERE milestone_key LIKE 'step.worker.selected:%' AND attempt_id = $ended_attempt"
     [attempt_placement_admissible]="UPDATE sched.request SET required_labels = '{\"zone\":\"nowhere\"}' WHERE attempt_id = $ended_attempt"
+    [attempt_keys_match_request]="UPDATE sched.attempt SET spread_key = 'selftest' WHERE attempt_id = $ended_attempt"
+    [gang_placed_whole]="INSERT INTO sched.gang VALUES ('dddddddd-0000-4000-8000-00000000ffff', 't0', 2, false, now(), now())"
+    [preemption_consistent]="UPDATE sched.attempt SET status = 'PREEMPTED' WHERE attempt_id = $ended_attempt"
     [key_live_within_concurrency_limit]="UPDATE sched.attempt SET concurrency_key = 'selftest' WHERE attempt_id IN $two_live_attempts; INSERT INTO sched.concurrency_limit VALUES ('selftest', 1)"
     [tenant_live_within_quota]="INSERT INTO sched.tenant_quota (tenant, max_cpu_millis) SELECT tenant, sum(reserve_cpu_millis) - 1 FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY tenant ORDER BY tenant LIMIT 1 ON CONFLICT (tenant) DO UPDATE SET max_cpu_millis = excluded.max_cpu_millis"
     [key_dispatches_within_rate_limit]="UPDATE sched.attempt SET concurrency_key = 'selftest' WHERE attempt_id IN $two_attempts; INSERT INTO sched.rate_limit VALUES ('selftest', 1, '30 days')"

@@ -32,32 +32,40 @@ DECLARE
     n bigint;
     sample text[];
     failed text[] := '{}';
+    v0_2 boolean := EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('sched.request')
+                             AND attname = 'held_worker_id' AND NOT attisdropped);
 BEGIN
     FOR c IN SELECT * FROM (VALUES
-        -- SPEC 2: live attempts <= slots, for every worker (counted from the attempts)
+        -- SPEC 2: live attempts (and holds, issue 15) <= slots, for every worker (counted
+        -- from the attempts)
         ('worker_live_attempts_within_slots', $q$
-            SELECT format('worker %s: %s live attempts, %s slots', w.worker_id, count(*), w.slots)
-              FROM sched.attempt a JOIN sched.worker w ON w.worker_id = a.worker_id
-             WHERE a.status IN ('DISPATCHED', 'RUNNING')
-             GROUP BY w.worker_id, w.slots HAVING count(*) > w.slots $q$),
-        -- SPEC 2: reserved <= capacity, for every node (summed from the attempts)
-        ('node_reservations_within_capacity', $q$
-            SELECT format('node %s: live reservations %s mcpu/%s MB/%s GPU, capacity %s/%s/%s',
-                          n.node_id, sum(a.reserve_cpu_millis), sum(a.reserve_memory_mb),
-                          sum(a.reserve_gpus), n.cpu_millis, n.memory_mb, n.gpus)
-              FROM sched.attempt a JOIN sched.node n ON n.node_id = a.node_id
-             WHERE a.status IN ('DISPATCHED', 'RUNNING')
-             GROUP BY n.node_id
-            HAVING sum(a.reserve_cpu_millis) > n.cpu_millis OR sum(a.reserve_memory_mb) > n.memory_mb
-                OR sum(a.reserve_gpus) > n.gpus $q$),
-        -- the worker counter is exactly the number of its live attempts
-        ('worker_counter_matches_attempts', $q$
-            SELECT format('worker %s: live_attempts %s, live attempts counted %s',
-                          w.worker_id, w.live_attempts, count(a.attempt_id))
+            SELECT format('worker %s: %s live attempts, %s holds, %s slots', w.worker_id,
+                          count(a.attempt_id), :worker_holds, w.slots)
               FROM sched.worker w
               LEFT JOIN sched.attempt a ON a.worker_id = w.worker_id AND a.status IN ('DISPATCHED', 'RUNNING')
-             GROUP BY w.worker_id HAVING w.live_attempts <> count(a.attempt_id) $q$),
-        -- the node counters are exactly the sums over its live attempts
+             GROUP BY w.worker_id, w.slots HAVING count(a.attempt_id) + :worker_holds > w.slots $q$),
+        -- SPEC 2: reserved <= capacity, for every node (summed from the attempts and holds)
+        ('node_reservations_within_capacity', $q$
+            SELECT format('node %s: live reservations %s mcpu/%s MB/%s GPU, capacity %s/%s/%s',
+                          n.node_id, coalesce(sum(a.reserve_cpu_millis), 0) + h.cpu,
+                          coalesce(sum(a.reserve_memory_mb), 0) + h.mem,
+                          coalesce(sum(a.reserve_gpus), 0) + h.gpus, n.cpu_millis, n.memory_mb, n.gpus)
+              FROM sched.node n
+             CROSS JOIN LATERAL :node_holds h
+              LEFT JOIN sched.attempt a ON a.node_id = n.node_id AND a.status IN ('DISPATCHED', 'RUNNING')
+             GROUP BY n.node_id, h.cpu, h.mem, h.gpus
+            HAVING coalesce(sum(a.reserve_cpu_millis), 0) + h.cpu > n.cpu_millis
+                OR coalesce(sum(a.reserve_memory_mb), 0) + h.mem > n.memory_mb
+                OR coalesce(sum(a.reserve_gpus), 0) + h.gpus > n.gpus $q$),
+        -- the worker counter is exactly the number of its live attempts (and of the
+        -- preemption holds on it, issue 15)
+        ('worker_counter_matches_attempts', $q$
+            SELECT format('worker %s: live_attempts %s, live attempts counted %s, holds %s',
+                          w.worker_id, w.live_attempts, count(a.attempt_id), :worker_holds)
+              FROM sched.worker w
+              LEFT JOIN sched.attempt a ON a.worker_id = w.worker_id AND a.status IN ('DISPATCHED', 'RUNNING')
+             GROUP BY w.worker_id HAVING w.live_attempts <> count(a.attempt_id) + :worker_holds $q$),
+        -- the node counters are exactly the sums over its live attempts (and holds)
         ('node_counters_match_attempts', $q$
             SELECT format('node %s: counters %s/%s/%s/%s, sums %s/%s/%s/%s', n.node_id,
                           n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, n.live_attempts,
@@ -69,8 +77,10 @@ BEGIN
                          coalesce(sum(a.reserve_gpus), 0) AS gpus, count(*) AS live
                     FROM sched.attempt a
                    WHERE a.node_id = n.node_id AND a.status IN ('DISPATCHED', 'RUNNING')) s
+             CROSS JOIN LATERAL :node_holds h
              WHERE (n.reserved_cpu_millis, n.reserved_memory_mb, n.reserved_gpus, n.live_attempts)
-                   IS DISTINCT FROM (s.cpu::int, s.mem::bigint, s.gpus::int, s.live::int) $q$),
+                   IS DISTINCT FROM ((s.cpu + h.cpu)::int, (s.mem + h.mem)::bigint, (s.gpus + h.gpus)::int,
+                                     (s.live + h.live)::int) $q$),
         -- the fair-share counters: per tenant, the sum over backend slots = live attempts
         ('tenant_live_matches_attempts', $q$
             SELECT format('tenant %s: counters say %s live, attempts %s', coalesce(c.tenant, a.tenant),
@@ -97,7 +107,7 @@ BEGIN
             SELECT format('attempt %s: status %s, finished_at %s', attempt_id, coalesce(status, 'NULL'), finished_at)
               FROM sched.attempt
              WHERE status IS NULL
-                OR status NOT IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST')
+                OR status NOT IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST', 'PREEMPTED')
                 OR (status IN ('DISPATCHED', 'RUNNING')) <> (finished_at IS NULL) $q$),
         -- every submitted step is in exactly one of: pending (one PENDING or CLAIMED
         -- request), live (one DISPATCHED or RUNNING attempt) or terminal (neither: its
@@ -140,7 +150,7 @@ BEGIN
                              AND NOT EXISTS (SELECT 1 FROM sched.command c
                                               WHERE c.attempt_id = a.attempt_id AND c.kind = 'CANCEL'))))
                 OR (st.state = 'CANCELLED' AND e.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED'))
-                OR (st.state = 'DISPATCHED' AND a.status IN ('FAILED', 'LOST')
+                OR (st.state = 'DISPATCHED' AND a.status IN ('FAILED', 'LOST', 'PREEMPTED')
                     AND e.status NOT IN ('FAILED', 'CANCELLED')) $q$),
         -- an execution is closed exactly when it has finished_at; QUEUED (or CREATED)
         -- until an attempt of it starts, RUNNING only once one has; it has a step
@@ -209,6 +219,7 @@ BEGIN
              WHERE a.attempt_id IS NULL OR w.worker_id IS NULL $q$),
         -- a command is for its attempt's worker session (worker, generation, lease,
         -- request); a CANCEL is sent once per attempt, and only by closing its execution
+        -- or by preempting the attempt (issue 15)
         ('command_matches_its_attempt', $q$
             SELECT format('command %s (%s) of attempt %s: worker %s gen %s lease %s request %s; attempt: worker %s gen %s lease %s request %s, execution %s',
                           c.command_id, c.kind, a.attempt_id, c.worker_id, c.worker_generation,
@@ -219,7 +230,8 @@ BEGIN
               LEFT JOIN sched.execution e ON e.execution_id = a.execution_id
              WHERE (c.worker_id, c.worker_generation, c.lease_version, c.request_id)
                    IS DISTINCT FROM (a.worker_id, a.worker_generation, a.lease_version, a.request_id)
-                OR (c.kind = 'CANCEL' AND e.status IS DISTINCT FROM 'CANCELLED' AND e.status IS DISTINCT FROM 'FAILED')
+                OR (c.kind = 'CANCEL' AND a.status IS DISTINCT FROM 'PREEMPTED'
+                    AND e.status IS DISTINCT FROM 'CANCELLED' AND e.status IS DISTINCT FROM 'FAILED')
                 OR (c.kind = 'CANCEL' AND EXISTS (SELECT 1 FROM sched.command c2
                                                    WHERE c2.attempt_id = c.attempt_id AND c2.kind = 'CANCEL'
                                                      AND c2.command_id <> c.command_id)) $q$),
@@ -267,7 +279,7 @@ BEGIN
              WHERE w.node_id <> a.node_id
                 OR w.capability <> r.capability
                 OR (w.generation = a.worker_generation AND NOT (r.capability_version = ANY (w.capability_versions)))
-                OR NOT (n.labels @> r.required_labels)
+                OR NOT (:labels_match(n.labels, r.required_labels))
                 OR (r.node_id IS NOT NULL AND r.node_id <> a.node_id)
                 OR n.cpu_millis < greatest(r.min_cpu_millis, r.reserve_cpu_millis)
                 OR n.memory_mb < greatest(r.min_memory_mb, r.reserve_memory_mb)
@@ -280,6 +292,62 @@ BEGIN
     -- (see above); each needs its table, which 0.1.0 does not have: there, no rows
     SELECT l.name, CASE WHEN to_regclass(l.needs) IS NULL THEN 'SELECT NULL::text WHERE false' ELSE l.query END
       FROM (VALUES
+        -- an attempt carries its request's keys (the limits and the spread term count
+        -- attempts by them)
+        ('attempt_keys_match_request', $q$
+            SELECT format('attempt %s: keys %s/%s, its request %s has %s/%s', a.attempt_id,
+                          a.concurrency_key, a.spread_key, r.request_id, r.concurrency_key, r.spread_key)
+              FROM sched.attempt a JOIN sched.request r ON r.request_id = a.request_id
+             WHERE (a.concurrency_key, a.spread_key) IS DISTINCT FROM (r.concurrency_key, r.spread_key) $q$,
+         'sched.concurrency_limit'),
+        -- a gang is placed whole or not at all, in one transaction (its members' attempts
+        -- share one dispatched_at), and marked placed exactly then; on distinct nodes
+        -- when asked (issue 15)
+        ('gang_placed_whole', $q$
+            SELECT format('gang %s of %s: %s members dispatched, %s attempts at %s times on %s nodes, placed_at %s',
+                          g.gang_id, g.gang_size, count(*) FILTER (WHERE r.state = 'DISPATCHED'),
+                          count(a.attempt_id), count(DISTINCT a.dispatched_at), count(DISTINCT a.node_id), g.placed_at)
+              FROM sched.gang g
+              LEFT JOIN sched.request r ON r.gang_id = g.gang_id
+              LEFT JOIN sched.attempt a ON a.attempt_id = r.attempt_id
+             GROUP BY g.gang_id, g.gang_size, g.placed_at, g.distinct_nodes
+            HAVING count(*) FILTER (WHERE r.state = 'DISPATCHED') NOT IN (0, g.gang_size)
+                OR (count(*) FILTER (WHERE r.state = 'DISPATCHED') = g.gang_size) <> (g.placed_at IS NOT NULL)
+                OR count(a.attempt_id) NOT IN (0, g.gang_size)
+                OR count(DISTINCT a.dispatched_at) > 1
+                OR (g.distinct_nodes AND count(DISTINCT a.node_id) <> count(a.attempt_id)) $q$,
+         'sched.gang'),
+        -- preemption (issue 15): a PREEMPTED attempt was of a preemptible request, ended by
+        -- a preemptor of higher priority whose milestone names it, and its step was
+        -- requeued with one more attempt allowed (or its execution is closed); a hold is
+        -- only on a request that has not been dispatched
+        ('preemption_consistent', $q$
+            SELECT format('attempt %s (request %s, priority %s, preemptible %s): preemptor %s of priority %s, retry %s',
+                          a.attempt_id, r.request_id, r.priority, r.preemptible, p.request_id, p.priority, n.request_id)
+              FROM sched.attempt a
+              JOIN sched.request r ON r.request_id = a.request_id
+              LEFT JOIN sched.request p ON p.request_id = (a.detail ->> 'preempted_by_request_id')::bigint
+              LEFT JOIN sched.request n ON n.step_id = r.step_id AND n.attempt_number = r.attempt_number + 1
+              LEFT JOIN sched.execution e ON e.execution_id = r.execution_id
+             WHERE a.status = 'PREEMPTED'
+               AND (NOT r.preemptible OR p.request_id IS NULL OR p.priority <= r.priority
+                    OR NOT EXISTS (SELECT 1 FROM sched.timeline t
+                                    WHERE t.milestone_key LIKE 'step.preempting:' || p.step_id || ':%'
+                                      AND t.detail -> 'victim_attempt_ids' ? a.attempt_id::text)
+                    OR (n.request_id IS NULL AND e.status NOT IN ('FAILED', 'CANCELLED', 'SUCCEEDED'))
+                    OR n.max_attempts <> r.max_attempts + 1)
+            UNION ALL
+            SELECT format('request %s is %s and holds room on %s', r.request_id, r.state, r.held_node_id)
+              FROM sched.request r
+             WHERE r.held_node_id IS NOT NULL AND r.state = 'DISPATCHED'
+            UNION ALL
+            -- one end per attempt: never both preempted and succeeded (or any two ends)
+            SELECT format('attempt %s ended twice: %s', t.attempt_id,
+                          string_agg(split_part(t.milestone_key, ':', 1), ', ' ORDER BY t.timeline_id))
+              FROM sched.timeline t
+             WHERE t.milestone_key ~ '^step\.attempt\.(succeeded|failed|cancelled|lost|preempted):'
+             GROUP BY t.attempt_id HAVING count(*) > 1 $q$,
+         'sched.gang'),
         -- live attempts (DISPATCHED, RUNNING) of a key <= its concurrency limit
         ('key_live_within_concurrency_limit', $q$
             SELECT format('key %s: %s live attempts, concurrency limit %s', l.concurrency_key, count(*), l.max_live)
@@ -313,7 +381,21 @@ BEGIN
              WHERE w.n > l.dispatches $q$, 'sched.rate_limit')
       ) AS l(name, query, needs)
     LOOP
-        EXECUTE format('SELECT count(*), (array_agg(v.line))[1:3] FROM (%s) AS v(line)', c.query)
+        -- required labels as placement reads them: expressions (0.2.0, issue 15) by the
+        -- reference sched.labels_match, written apart from the C core; 0.1.0 has only
+        -- plain labels, which are containment
+        -- the holds of preemption (0.2.0, issue 15) count in the worker and node counters
+        EXECUTE format('SELECT count(*), (array_agg(v.line))[1:3] FROM (%s) AS v(line)',
+                       replace(replace(regexp_replace(c.query, ':labels_match\(([^,]+), ([^)]+)\)',
+                                      CASE WHEN to_regprocedure('sched.labels_match(jsonb,jsonb)') IS NULL
+                                           THEN '\1 @> \2' ELSE 'sched.labels_match(\1, \2)' END, 'g'),
+                               ':worker_holds',
+                               CASE WHEN v0_2 THEN '(SELECT count(*) FROM sched.request x WHERE x.held_until IS NOT NULL AND x.held_worker_id = w.worker_id)'
+                                    ELSE '0' END),
+                               ':node_holds',
+                               CASE WHEN v0_2 THEN '(SELECT coalesce(sum(x.reserve_cpu_millis), 0) AS cpu, coalesce(sum(x.reserve_memory_mb), 0) AS mem, '
+                                                   'coalesce(sum(x.reserve_gpus), 0) AS gpus, count(*) AS live FROM sched.request x WHERE x.held_until IS NOT NULL AND x.held_node_id = n.node_id)'
+                                    ELSE '(SELECT 0 AS cpu, 0 AS mem, 0 AS gpus, 0 AS live)' END))
            INTO n, sample;
         RAISE NOTICE 'invariant %: %', rpad(c.name, 40), CASE WHEN n = 0 THEN 'ok' ELSE n || ' violation(s)' END;
         IF n > 0 THEN

@@ -22,11 +22,15 @@ CREATE EXTENSION pg_sched;
 -- workers registered now stay admitted for the whole run (the check takes < 1 min)
 SELECT set_config('sched.heartbeat_ttl', '10min', false);
 DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET sched.heartbeat_ttl = %L', current_database(), '10min'); END $$;
+-- preemption in the mix (issue 15): every sixth request is preemptible (of priority 0)
+DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET sched.preemption = on', current_database()); END $$;
 
 SELECT count(sched.upsert_node(
            node_id => format('node-%s', lpad(i::text, 2, '0')),
            labels => jsonb_build_object('zone', 'z' || (i % 3),
-                                        'tier', CASE WHEN i % 4 = 0 THEN 'fast' ELSE 'std' END),
+                                        'tier', CASE WHEN i % 4 = 0 THEN 'fast' ELSE 'std' END,
+                                        'gen', (i % 5)::text,
+                                        'kernel', '5.' || (i % 4) || '.' || (i % 7)),
            cpu_millis => 2000 + (i % 3) * 1000,
            memory_mb => 4096 * (1 + i % 2),
            gpus => CASE WHEN i % 10 = 0 THEN 2 WHEN i % 5 = 0 THEN 1 ELSE 0 END,
@@ -49,14 +53,27 @@ SELECT count(sched.register_worker(
 
 -- the queue
 SELECT count(sched.submit(
-           execution_id => md5('bench-execution-' || (i / 10) || '-' || (i % 4))::uuid,
+           -- every i with i % 25 < 3 is a member of gang i / 25 (issue 15): 3 members of
+           -- one tenant, in an execution of their own, every other gang on distinct nodes
+           execution_id => CASE WHEN i % 25 < 3 THEN md5('bench-gang-execution-' || (i / 25))::uuid
+                                ELSE md5('bench-execution-' || (i / 10) || '-' || (i % 4))::uuid END,
            step_id => md5('bench-step-' || i)::uuid,
            capability => CASE WHEN i % 10 = 0 THEN 'train' ELSE 'build' END,
            capability_version => CASE WHEN i % 5 = 3 THEN '2.0' ELSE '1.0' END,
-           tenant => 't' || (i % 4),
+           tenant => CASE WHEN i % 25 < 3 THEN 't' || ((i / 25) % 4) ELSE 't' || (i % 4) END,
+           gang_id => CASE WHEN i % 25 < 3 THEN md5('bench-gang-' || (i / 25))::uuid END,
+           gang_size => CASE WHEN i % 25 < 3 THEN 3 END,
+           distinct_nodes => i % 25 < 3 AND (i / 25) % 2 = 0,
            priority => i % 3,
-           required_labels => CASE WHEN i % 7 = 0 THEN '{"zone":"z1"}'::jsonb ELSE '{}' END,
+           required_labels => CASE WHEN i % 7 = 0 THEN '{"zone":"z1"}'::jsonb
+                                   -- label expressions (issue 15)
+                                   WHEN i % 13 = 0 THEN '{"zone": {"in": ["z0", "z2"]}, "gen": {"gt": 1}}'::jsonb
+                                   WHEN i % 17 = 0 THEN '{"kernel": {"version": ">=5.1,<5.3"}, "tier": {"not_in": ["fast"]}}'::jsonb
+                                   WHEN i % 19 = 0 THEN '{"gen": {"lt": 3}, "gpu": {"exists": false}}'::jsonb
+                                   ELSE '{}' END,
            preferred_labels => CASE WHEN i % 3 = 0 THEN '{"tier":"fast"}'::jsonb ELSE '{}' END,
+           spread_key => CASE WHEN i % 4 = 1 THEN 'svc-' || (i % 9) END,
+           preemptible => i % 6 = 3,   -- priority i % 3 = 0: preempted by 1 and 2
            min_cpu_millis => CASE WHEN i % 11 = 0 THEN 3000 ELSE 0 END,
            reserve_cpu_millis => CASE WHEN i % 997 = 0 THEN 5000
                                       WHEN i % 10 = 0 THEN 500
@@ -67,6 +84,9 @@ SELECT count(sched.submit(
   FROM generate_series(1, :requests) AS i;
 
 -- what each dispatch call answered (written by the pgbench scripts)
-CREATE UNLOGGED TABLE public.bench_outcome (script text NOT NULL, outcome text NOT NULL);
+-- (placed: the attempts the call made; a dispatch_attempt of a gang member places the
+-- whole gang with one result row)
+CREATE UNLOGGED TABLE public.bench_outcome (script text NOT NULL, outcome text NOT NULL,
+                                            placed int NOT NULL DEFAULT 1);
 
 ANALYZE;

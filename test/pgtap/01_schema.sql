@@ -194,8 +194,9 @@ SELECT results_eq($$ SELECT * FROM pg_temp.type_columns('sched.candidate') $$,
 
 SELECT results_eq($$ SELECT * FROM pg_temp.type_columns('sched.ranked_candidate') $$,
     $$ VALUES ('rank', 'integer'), ('node_id', 'text'), ('worker_id', 'uuid'), ('score', 'bigint'),
-              ('preferred_matches', 'integer'), ('weight', 'integer'), ('running_attempts', 'integer') $$,
-    'sched.ranked_candidate is (rank, node_id, worker_id, score, preferred_matches, weight, running_attempts)');
+              ('preferred_matches', 'integer'), ('weight', 'integer'), ('running_attempts', 'integer'),
+              ('spread_matches', 'integer') $$,
+    'sched.ranked_candidate is (rank, node_id, worker_id, score, preferred_matches, weight, running_attempts, spread_matches)');
 
 SELECT results_eq($$ SELECT * FROM pg_temp.type_columns('sched.qualification') $$,
     $$ VALUES ('node_id', 'text'), ('worker_id', 'uuid'), ('eligible', 'boolean'),

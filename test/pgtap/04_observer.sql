@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(85);
+SELECT plan(88);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -41,9 +41,9 @@ INSERT INTO read_fn VALUES
   ('explain', '{bigint,"timestamp with time zone"}'),
   ('execution_timeline', '{uuid}'),
   ('qualification_reasons', '{bigint,"timestamp with time zone"}'),
-  ('qualification_reasons', '{text,text,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,interval,"timestamp with time zone"}'),
-  ('rank_candidates', '{text,text,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,interval,"timestamp with time zone"}'),
-  ('select_candidate', '{text,text,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,interval,"timestamp with time zone"}'),
+  ('qualification_reasons', '{text,text,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,interval,"timestamp with time zone",text}'),
+  ('rank_candidates', '{text,text,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,interval,"timestamp with time zone",text}'),
+  ('select_candidate', '{text,text,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,interval,"timestamp with time zone",text}'),
   ('node_overview', '{"timestamp with time zone"}'),
   ('pending', '{"timestamp with time zone"}'),
   ('queue_stats', '{"timestamp with time zone"}'),
@@ -55,7 +55,9 @@ INSERT INTO read_fn VALUES
   ('setting_seconds', '{text}'),
   ('format_cpus', '{bigint}'),
   ('format_amount', '{text,text}'),
-  ('format_duration', '{interval}');
+  ('format_duration', '{interval}'),
+  ('labels_match', '{jsonb,jsonb}'),
+  ('format_label_expression', '{text,jsonb}');
 
 CREATE TEMP TABLE write_fn (fn text, args text[]);
 INSERT INTO write_fn VALUES
@@ -67,7 +69,7 @@ INSERT INTO write_fn VALUES
   ('uncordon_worker', '{uuid}'),
   ('set_tenant_weight', '{text,integer}'),
   ('set_tenant_owner', '{text,regrole}'),
-  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone",jsonb,text}'),
+  ('submit', '{uuid,uuid,text,text,integer,text,integer,jsonb,jsonb,integer,bigint,integer,integer,bigint,integer,text,integer,"timestamp with time zone",jsonb,text,text,uuid,integer,boolean,boolean}'),
   ('set_concurrency_limit', '{text,integer}'),
   ('set_rate_limit', '{text,integer,interval}'),
   ('set_tenant_quota', '{text,integer,integer,bigint,integer}'),
@@ -95,12 +97,12 @@ SELECT schema_privs_are('sched', 'sched_observer', ARRAY['USAGE']);
 -- the tables and views operators read: exactly SELECT each
 SELECT tables_are('sched', ARRAY['node', 'worker', 'tenant', 'execution', 'request',
                                  'attempt', 'command', 'timeline', 'tenant_live',
-                                 'concurrency_limit', 'rate_limit', 'tenant_quota']);
+                                 'concurrency_limit', 'rate_limit', 'tenant_quota', 'gang']);
 SELECT views_are('sched', ARRAY['node_overview', 'pending', 'queue_stats', 'attempt_overview',
                                'dispatch_stats']);
 SELECT table_privs_are('sched', t, 'sched_observer', ARRAY['SELECT'])
   FROM unnest(ARRAY['node', 'worker', 'tenant', 'execution', 'request', 'attempt', 'command',
-                    'timeline', 'tenant_live', 'concurrency_limit', 'rate_limit', 'tenant_quota',
+                    'timeline', 'tenant_live', 'concurrency_limit', 'rate_limit', 'tenant_quota', 'gang',
                     'node_overview', 'pending', 'queue_stats', 'attempt_overview', 'dispatch_stats']) t;
 -- and whatever relation exists in the schema (a table added later included)
 SELECT is_empty($$
@@ -159,7 +161,7 @@ $$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          41, 'the 18 read and 23 write functions listed exist');
+          43, 'the 20 read and 23 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has

@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(903);
+SELECT plan(953);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -143,11 +143,11 @@ SELECT is(:'m_outcome'::text, 'DISPATCHED', 'matrix fixture: a request dispatche
 CREATE TEMP TABLE fn (sig regprocedure PRIMARY KEY, job name, call text, state text DEFAULT '00000');
 INSERT INTO fn (sig, job, call, state) VALUES
   -- sched_observer: the readers
-  ('sched.select_candidate(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz)',
+  ('sched.select_candidate(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz,text)',
    'sched_observer', $$SELECT * FROM sched.select_candidate('m-cap', '1.0')$$, '00000'),
-  ('sched.rank_candidates(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz)',
+  ('sched.rank_candidates(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz,text)',
    'sched_observer', $$SELECT * FROM sched.rank_candidates('m-cap', '1.0')$$, '00000'),
-  ('sched.qualification_reasons(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz)',
+  ('sched.qualification_reasons(text,text,jsonb,jsonb,int,bigint,int,int,bigint,int,text,interval,timestamptz,text)',
    'sched_observer', $$SELECT * FROM sched.qualification_reasons('m-cap', '1.0')$$, '00000'),
   ('sched.qualification_reasons(bigint,timestamptz)',
    'sched_observer', format('SELECT * FROM sched.qualification_reasons(%s::bigint, now())', :mr2), '00000'),
@@ -167,9 +167,11 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.setting_seconds(text)', 'sched_observer', $$SELECT sched.setting_seconds('sched.lease_ttl')$$, '00000'),
   ('sched.format_cpus(bigint)', 'sched_observer', $$SELECT sched.format_cpus(1500)$$, '00000'),
   ('sched.format_amount(text,text)', 'sched_observer', $$SELECT sched.format_amount('2', 'GPU')$$, '00000'),
+  ('sched.labels_match(jsonb,jsonb)', 'sched_observer', $$SELECT sched.labels_match('{"a": "1"}', '{"a": {"gt": 0}}')$$, '00000'),
+  ('sched.format_label_expression(text,jsonb)', 'sched_observer', $$SELECT sched.format_label_expression('a', '{"in": ["x"]}')$$, '00000'),
   ('sched.format_duration(interval)', 'sched_observer', $$SELECT sched.format_duration('90 s')$$, '00000'),
   -- sched_scheduler: queue, dispatch, close
-  ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text)',
+  ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)',
    'sched_scheduler', $$SELECT sched.submit('c1000000-0000-4000-8000-0000000000e9', 'c1000000-0000-4000-8000-000000000059', 'm-cap', '1.0')$$, '00000'),
   ('sched.claim_requests(int,interval,text,text,timestamptz)',
    'sched_scheduler', $$SELECT * FROM sched.claim_requests()$$, '00000'),
@@ -216,6 +218,7 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched._caller()', NULL, $$SELECT sched._caller()$$, NULL),
   ('sched._check_at(timestamptz,text)', NULL, $$SELECT sched._check_at(now(), 'at')$$, NULL),
   ('sched._check_labels(jsonb,text)', NULL, $$SELECT sched._check_labels('{}'::jsonb, 'labels')$$, NULL),
+  ('sched._check_required_labels(jsonb,text)', NULL, $$SELECT sched._check_required_labels('{}'::jsonb, 'required_labels')$$, NULL),
   ('sched._check_name(text,text)', NULL, $$SELECT sched._check_name('a', 'x')$$, NULL),
   ('sched._check_time(timestamptz,text)', NULL, $$SELECT sched._check_time(now(), 'at')$$, NULL),
   ('sched._check_versions(text[])', NULL, $$SELECT sched._check_versions(ARRAY['v1'])$$, NULL),
@@ -245,8 +248,8 @@ SELECT is_empty($$SELECT sig::text FROM fn f JOIN pg_proc p ON p.oid = f.sig
                    WHERE (p.proname LIKE '\_%') <> (f.job IS NULL)$$,
                 'a function is internal (sched._*) exactly when no job role is granted it');
 SELECT results_eq($$SELECT job::text COLLATE "default", count(*)::int FROM fn WHERE job IS NOT NULL GROUP BY job ORDER BY job$$,
-                  $$VALUES ('sched_admin', 9), ('sched_observer', 18), ('sched_scheduler', 7), ('sched_worker', 7)$$,
-                  'README: 18 reader, 7 scheduler, 7 worker and 9 admin functions');
+                  $$VALUES ('sched_admin', 9), ('sched_observer', 20), ('sched_scheduler', 7), ('sched_worker', 7)$$,
+                  'README: 20 reader, 7 scheduler, 7 worker and 9 admin functions');
 
 -- ---------------------------------------------------------------------------------
 -- 1a. The catalog: has_function_privilege, per role, is exactly the table's
@@ -318,8 +321,8 @@ SELECT format(s.tpl, c.relname), c.relname
  CROSS JOIN (VALUES ('SELECT nextval(''sched.%I'')'), ('SELECT setval(''sched.%I'', 1)')) s(tpl)
  WHERE c.relnamespace = 'sched'::regnamespace AND c.relkind = 'S';
 GRANT SELECT ON rel_write TO PUBLIC;
-SELECT is((SELECT count(*)::int FROM rel_write), 90,
-          '12 tables x 7 writes or locks, and 3 sequences x 2 calls, to refuse');
+SELECT is((SELECT count(*)::int FROM rel_write), 97,
+          '13 tables x 7 writes or locks, and 3 sequences x 2 calls, to refuse');
 
 \set refuse_writes 'SELECT throws_ok(w.sql, ''42501'', CASE WHEN current_user = ''t_nobody'' THEN ''permission denied for schema sched'' WHEN w.sql LIKE ''%val(%'' THEN ''permission denied for sequence '' || w.rel ELSE ''permission denied for table '' || w.rel END, format(''%s cannot %s'', current_user, w.sql)) FROM rel_write w ORDER BY w.sql'
 SET ROLE t_observer;

@@ -135,7 +135,7 @@ f_fail(const char *what, const char *msg, const SchedPlacement *p, const SchedCa
 static int
 rd_labels(Rd *r, SchedLabel *items, char kv[][2][F_STR])
 {
-	SchedLabel	raw[F_MAXLABELS];
+	SchedLabel	raw[F_MAXLABELS] = {{NULL, NULL}};	/* zero past key and value: plain */
 	SchedLabelSet rs;
 	int			n = rd8(r) % (F_MAXLABELS + 1);
 	int			i,

@@ -29,7 +29,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:halt_on_error=1:detect_leak
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}
 
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1)
-WARN=(-std=c99 -Wall -Wextra -Werror -Iinclude)
+WARN=(-std=c99 -Wall -Wextra -Werror -Wno-missing-field-initializers -Iinclude)
 
 if [ -n "${SANITIZE_CC:-}" ]; then
     read -r -a compilers <<<"$SANITIZE_CC"

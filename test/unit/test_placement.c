@@ -1,7 +1,10 @@
 /*
  * test_placement.c — stand-alone unit and property tests of the pure placement core
  * (include/placement.h, src/placement.c): admission reasons, suppression, scoring,
- * ranking, label maps and the "why is it waiting" summary (SPEC sections 3 and 4).
+ * ranking, the spread term, the choice of preemption victims and of the node to preempt
+ * on, label maps, label expressions (operators, numbers, versions and version ranges,
+ * as the header documents them) and the "why is it waiting" summary (SPEC sections 3
+ * and 4).
  *
  * Built and run by `make unit`:
  *
@@ -28,6 +31,7 @@
  */
 #include "placement.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -1275,7 +1279,7 @@ TEST(required_labels_matching)
 	SchedLabel req_one_bad[] = {{"gpu", "a100"}, {"zone", "eu-2"}};
 	char		kbuf[] = "tier";
 	char		vbuf[] = "fast";
-	SchedLabel req_copy[1];
+	SchedLabel req_copy[1] = {{NULL, NULL}};	/* zero past key and value: plain */
 	SchedLabel have_utf8[] = {{"r\xc3\xa9gion", "\xc3\xa9t\xc3\xa9"}};
 	SchedLabel req_utf8[] = {{"r\xc3\xa9gion", "\xc3\xa9t\xc3\xa9"}};
 	SchedLabel req_utf8_nfd[] = {{"r\xc3\xa9gion", "e\xcc\x81t\xc3\xa9"}};	/* same text, other bytes */
@@ -1615,8 +1619,6 @@ sign(int v)
 	return (v > 0) - (v < 0);
 }
 
-/* A held candidate (concurrent reservations on its node, inflight.c) ranks after every
- * candidate that is not, whatever the scores; among held ones, the usual order. */
 /* The fleet's verdict: any node that admits wins; else any node held back only by
  * transient reasons makes it wait for capacity; else it is static.  Order-independent. */
 TEST(verdict_add)
@@ -1646,6 +1648,8 @@ TEST(verdict_add)
 					  sched_verdict_add(sched_verdict_add(SCHED_VERDICT_STATIC, all[j]), all[i]));
 }
 
+/* A held candidate (concurrent reservations on its node, inflight.c) ranks after every
+ * candidate that is not, whatever the scores; among held ones, the usual order. */
 TEST(ranking_held_candidates_last)
 {
 	SchedRanked a,
@@ -1757,6 +1761,755 @@ TEST(ranking_ties_by_node_id_bytewise)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* Spread (the score's fourth term)                                                     */
+/* ------------------------------------------------------------------------------------ */
+
+/* A candidate scored by sched_score() into a record filled with garbage first. */
+static SchedRanked
+scored(const SchedPlacement *p, const SchedCandidate *c, int index)
+{
+	SchedRanked r;
+
+	memset(&r, 0x5a, sizeof r);
+	sched_score(p, c, &r);
+	r.index = index;
+	return r;
+}
+
+/* sched_score leaves the term 0; each match is -100,000 and touches nothing else. */
+TEST(spread_term_score)
+{
+	SchedLabel labels[] = {{"tier", "fast"}, {"zone", "eu"}};
+	SchedLabel pref[] = {{"tier", "fast"}, {"zone", "eu"}};
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedRanked r,
+				before;
+
+	CHECK_INT(SCHED_SCORE_PER_SPREAD_MATCH, 100000);
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	r = scored(&p, &c, 3);
+	CHECK_INT(r.spread_matches, 0);	/* set, not left as the 0x5a garbage */
+	CHECK_INT(r.score, 100000);
+	CHECK(!r.held);
+
+	before = r;
+	sched_score_add_spread(&r, 1);
+	CHECK_INT(r.spread_matches, 1);
+	CHECK_INT(r.score, 0);
+	sched_score_add_spread(&r, 2);
+	CHECK_INT(r.spread_matches, 3);
+	CHECK_INT(r.score, -200000);
+	sched_score_add_spread(&r, 0);
+	CHECK_INT(r.spread_matches, 3);
+	CHECK_INT(r.score, -200000);
+	/* nothing else moves */
+	CHECK_INT(r.index, 3);
+	CHECK(r.node_id == before.node_id);
+	CHECK_INT(r.preferred_matches, before.preferred_matches);
+	CHECK_INT(r.weight, before.weight);
+	CHECK_INT(r.running_attempts, before.running_attempts);
+	CHECK(r.held == before.held);
+
+	/* the whole formula: 2 x 1,000,000 - 2 x 100,000 + 150 x 1,000 - 3 x 10,000 */
+	p.preferred_labels = fx_labels(pref, 2);
+	c.labels = fx_labels(labels, 2);
+	c.weight = 150;
+	c.node_live_attempts = 3;
+	r = scored(&p, &c, 0);
+	CHECK_INT(r.spread_matches, 0);
+	CHECK_INT(r.score, 2150000 - 30000);
+	sched_score_add_spread(&r, 2);
+	CHECK_INT(r.score, 1920000);
+	CHECK_INT(r.preferred_matches, 2);
+	CHECK_INT(r.weight, 150);
+	CHECK_INT(r.running_attempts, 3);
+	CHECK_INT(r.spread_matches, 2);
+
+	/* large counts stay exact in 64 bits */
+	fx_candidate(&c, "node-a");
+	p.preferred_labels = fx_labels(pref, 0);
+	r = scored(&p, &c, 0);
+	sched_score_add_spread(&r, INT32_MAX);
+	CHECK_INT(r.spread_matches, INT32_MAX);
+	CHECK(r.score == 100000 - (int64_t) INT32_MAX * 100000);
+}
+
+/* README "Spread": n2 90000 = 0 - 0 + 100,000 - 10,000; n3 -10000 = 0 - 100,000 + 100,000
+ * - 10,000.  The two additions commute and each counts only its own term. */
+TEST(spread_with_add_running)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedRanked n2,
+				n3,
+				x,
+				y;
+
+	fx_placement(&p);
+	fx_candidate(&c, "n2");
+	c.node_live_attempts = 1;
+	n2 = scored(&p, &c, 0);
+	fx_candidate(&c, "n3");
+	c.node_live_attempts = 1;
+	n3 = scored(&p, &c, 1);
+	sched_score_add_spread(&n3, 1);
+	CHECK_INT(n2.score, 90000);
+	CHECK_INT(n3.score, -10000);
+	CHECK_INT(n3.running_attempts, 1);	/* the key's attempt is one of the node's */
+	CHECK_INT(n3.spread_matches, 1);
+
+	/* add_running then add_spread, and the other way round */
+	x = n2;
+	sched_score_add_running(&x, 2);
+	CHECK_INT(x.score, 70000);
+	CHECK_INT(x.spread_matches, 0);
+	sched_score_add_spread(&x, 1);
+	CHECK_INT(x.score, -30000);
+	y = n2;
+	sched_score_add_spread(&y, 1);
+	CHECK_INT(y.score, -10000);
+	CHECK_INT(y.running_attempts, 1);
+	sched_score_add_running(&y, 2);
+	CHECK_INT(y.score, -30000);
+	CHECK_INT(x.running_attempts, 3);
+	CHECK_INT(y.running_attempts, 3);
+	CHECK_INT(x.spread_matches, 1);
+	CHECK_INT(y.spread_matches, 1);
+}
+
+/* Two candidates in ranking order: the first one's node_id, or NULL if they compare
+ * equal (or the comparator is not antisymmetric). */
+static const char *
+first_of(const SchedRanked *a, const SchedRanked *b)
+{
+	int			ab = sign(sched_ranked_cmp(a, b));
+	int			ba = sign(sched_ranked_cmp(b, a));
+
+	if (ab == 0 || ab != -ba)
+		return NULL;
+	return ab < 0 ? a->node_id : b->node_id;
+}
+
+/* What spread changes in the order, and what outweighs it (README: a preferred label is
+ * worth ten attempts of the key; one attempt of the key outweighs a weight difference
+ * below 100 and ten running attempts). */
+TEST(spread_changes_ranking)
+{
+	SchedLabel tier_fast[] = {{"tier", "fast"}};
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedRanked a,
+				b,
+				arr[5];
+
+	fx_placement(&p);
+
+	/* equal nodes: node_id decides, unless the first has the key */
+	fx_candidate(&c, "a");
+	a = scored(&p, &c, 0);
+	fx_candidate(&c, "b");
+	b = scored(&p, &c, 1);
+	CHECK_STR(first_of(&a, &b), "a");
+	sched_score_add_spread(&a, 1);
+	CHECK_STR(first_of(&a, &b), "b");
+	sched_score_add_spread(&b, 1);
+	CHECK_STR(first_of(&a, &b), "a");	/* one each: a tie again */
+	sched_score_add_spread(&b, 1);
+	CHECK_STR(first_of(&a, &b), "a");
+
+	/* weight: heavier by 99 loses to one attempt of the key, by 100 ties, by 101 wins */
+	fx_candidate(&c, "light");
+	b = scored(&p, &c, 1);			/* 100,000 */
+	fx_candidate(&c, "heavy");
+	c.weight = 199;
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 1);	/* 99,000 */
+	CHECK_INT(a.score, 99000);
+	CHECK_STR(first_of(&a, &b), "light");
+	c.weight = 200;
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 1);	/* 100,000: tie, "heavy" < "light" */
+	CHECK_INT(a.score, 100000);
+	CHECK_STR(first_of(&a, &b), "heavy");
+	c.weight = 201;
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 1);
+	CHECK_STR(first_of(&a, &b), "heavy");
+
+	/* running attempts: one attempt of the key weighs ten running attempts */
+	fx_candidate(&c, "keyed");
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 1);	/* 0 */
+	fx_candidate(&c, "busy");
+	c.node_live_attempts = 9;
+	b = scored(&p, &c, 1);			/* 10,000 */
+	CHECK_STR(first_of(&a, &b), "busy");
+	c.node_live_attempts = 10;
+	b = scored(&p, &c, 1);			/* 0: tie, "busy" < "keyed" */
+	CHECK_STR(first_of(&a, &b), "busy");
+	c.node_live_attempts = 11;
+	b = scored(&p, &c, 1);
+	CHECK_STR(first_of(&a, &b), "keyed");
+	/* running attempts added for concurrent reservations count as the node's */
+	c.node_live_attempts = 9;
+	b = scored(&p, &c, 1);
+	sched_score_add_running(&b, 2);	/* -10,000 */
+	CHECK_STR(first_of(&a, &b), "keyed");
+
+	/* a preferred label outweighs nine attempts of the key, ties with ten */
+	p.preferred_labels = fx_labels(tier_fast, 1);
+	fx_candidate(&c, "pref");
+	c.labels = fx_labels(tier_fast, 1);
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 9);	/* 1,000,000 - 900,000 + 100,000 */
+	CHECK_INT(a.score, 200000);
+	fx_candidate(&c, "plain");
+	b = scored(&p, &c, 1);
+	CHECK_STR(first_of(&a, &b), "pref");
+	sched_score_add_spread(&a, 1);	/* 100,000: tie, "plain" < "pref" */
+	CHECK_STR(first_of(&a, &b), "plain");
+	p.preferred_labels = fx_labels(tier_fast, 0);
+
+	/* held still goes last, whatever the spread */
+	fx_candidate(&c, "free");
+	a = scored(&p, &c, 0);
+	sched_score_add_spread(&a, 50);
+	fx_candidate(&c, "held");
+	b = scored(&p, &c, 1);
+	b.held = true;
+	CHECK_STR(first_of(&a, &b), "free");
+
+	/* a fleet: without the key n1 < n2 < n3 < n4 (ties by id); with it the order below */
+	fx_candidate(&c, "n1");
+	arr[0] = scored(&p, &c, 0);
+	sched_score_add_spread(&arr[0], 2);	/* -100,000 */
+	fx_candidate(&c, "n2");
+	arr[1] = scored(&p, &c, 1);
+	sched_score_add_spread(&arr[1], 1);	/* 0 */
+	fx_candidate(&c, "n3");
+	c.node_live_attempts = 3;
+	arr[2] = scored(&p, &c, 2);		/* 70,000 */
+	fx_candidate(&c, "n4");
+	c.weight = 180;
+	c.node_live_attempts = 1;
+	arr[3] = scored(&p, &c, 3);
+	sched_score_add_spread(&arr[3], 1);	/* 180,000 - 100,000 - 10,000 = 70,000 */
+	fx_candidate(&c, "n5");
+	arr[4] = scored(&p, &c, 4);		/* 100,000 */
+	sched_rank(arr, 5);
+	CHECK_STR(arr[0].node_id, "n5");
+	CHECK_INT(arr[0].score, 100000);
+	CHECK_STR(arr[1].node_id, "n3");
+	CHECK_INT(arr[1].score, 70000);
+	CHECK_STR(arr[2].node_id, "n4");
+	CHECK_INT(arr[2].score, 70000);
+	CHECK_STR(arr[3].node_id, "n2");
+	CHECK_INT(arr[3].score, 0);
+	CHECK_STR(arr[4].node_id, "n1");
+	CHECK_INT(arr[4].score, -100000);
+	CHECK_INT(arr[4].spread_matches, 2);
+	CHECK_INT(arr[4].index, 0);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Preemption                                                                           */
+/* ------------------------------------------------------------------------------------ */
+
+static SchedVictim
+mk_victim(int32_t priority, int64_t dispatched_at, bool on_worker, int64_t cpu, int64_t mem,
+		  int64_t gpus)
+{
+	SchedVictim v;
+
+	memset(&v, 0, sizeof v);
+	v.priority = priority;
+	v.dispatched_at = dispatched_at;
+	v.on_worker = on_worker;
+	v.reserve_cpu_millis = cpu;
+	v.reserve_memory_mb = mem;
+	v.reserve_gpus = gpus;
+	return v;
+}
+
+#define T_MAX_VICTIMS 16
+
+/*
+ * sched_preemption_victims with chosen[] and order[] full of garbage first: it must
+ * return want_count and choose exactly the victims of bit mask want_mask (bit i for
+ * victim i; 0 when -1), as many as it returns, and change neither p, c nor the victims.
+ */
+static void
+t_check_victims(const char *file, int line, const SchedPlacement *p, const SchedCandidate *c,
+				const SchedVictim *v, int n, int want_count, unsigned want_mask)
+{
+	SchedPlacement p0 = *p;
+	SchedCandidate c0 = *c;
+	SchedVictim v0[T_MAX_VICTIMS];
+	int			order[T_MAX_VICTIMS];
+	bool		chosen[T_MAX_VICTIMS];
+	unsigned	mask = 0;
+	int			nchosen = 0;
+	int			got;
+	int			i;
+
+	if (n > T_MAX_VICTIMS)
+	{
+		t_fail(file, line, "too many victims for the helper");
+		return;
+	}
+	memcpy(v0, v, sizeof(SchedVictim) * (size_t) n);
+	for (i = 0; i < n; i++)
+	{
+		chosen[i] = (i % 2) == 0;
+		order[i] = -1000 - i;
+	}
+	got = sched_preemption_victims(p, c, v, n, order, chosen);
+	for (i = 0; i < n; i++)
+		if (chosen[i])
+		{
+			mask |= 1u << i;
+			nchosen++;
+		}
+	if (got != want_count || mask != want_mask)
+		t_fail(file, line, "sched_preemption_victims returned %d choosing 0x%x, want %d choosing 0x%x",
+			   got, mask, want_count, want_mask);
+	if (got >= 0 && nchosen != got)
+		t_fail(file, line, "returned %d but chose %d", got, nchosen);
+	if (memcmp(&p0, p, sizeof p0) != 0 || memcmp(&c0, c, sizeof c0) != 0 ||
+		memcmp(v0, v, sizeof(SchedVictim) * (size_t) n) != 0)
+		t_fail(file, line, "an input was changed");
+}
+
+#define CHECK_VICTIMS(p, c, v, n, want_count, want_mask) \
+	t_check_victims(__FILE__, __LINE__, (p), (c), (v), (n), (want_count), (want_mask))
+
+/* c with the victims of mask removed, as the callers' counters would be after they end. */
+static SchedCandidate
+t_without(const SchedCandidate *c, const SchedVictim *v, int n, unsigned mask)
+{
+	SchedCandidate r = *c;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (mask & (1u << i))
+		{
+			r.node_live_attempts--;
+			r.worker_live_attempts -= v[i].on_worker ? 1 : 0;
+			r.reserved_cpu_millis -= v[i].reserve_cpu_millis;
+			r.reserved_memory_mb -= v[i].reserve_memory_mb;
+			r.reserved_gpus -= v[i].reserve_gpus;
+		}
+	return r;
+}
+
+/* The reasons c has for p once the victims of mask are gone. */
+static SchedReasonSet
+t_admission_without(const SchedPlacement *p, const SchedCandidate *c, const SchedVictim *v, int n,
+					unsigned mask)
+{
+	SchedCandidate w = t_without(c, v, n, mask);
+
+	return sched_admission(p, &w);
+}
+
+/* -1, nothing chosen, when even all victims gone leave c refusing p: too little freed,
+ * a static reason, a slot only other workers' victims hold, no victims at all. */
+TEST(preempt_all_removed_must_admit)
+{
+	SchedLabel eu[] = {{"zone", "eu"}};
+	SchedPlacement p;
+	SchedCandidate c,
+				c2;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 3000;
+	c.slots = 4;
+	c.worker_live_attempts = 2;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 4000;	/* 500 + 1000 + 1500 + 1000 of attempts not victims */
+	v[0] = mk_victim(1, 100, true, 500, 0, 0);
+	v[1] = mk_victim(2, 200, true, 1000, 0, 0);
+	v[2] = mk_victim(3, 300, false, 1500, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(CPU_EXHAUSTED));
+
+	/* two victims free 1,500 of the 3,000 asked */
+	CHECK_VICTIMS(&p, &c, v, 2, -1, 0);
+	/* the third makes 3,000 exactly: all three are needed */
+	CHECK_VICTIMS(&p, &c, v, 3, 3, 0x7);
+	c2 = t_without(&c, v, 3, 0x7);
+	CHECK_SET(sched_admission(&p, &c2), 0);
+	c2 = t_without(&c, v, 3, 0x3);
+	CHECK_SET(sched_admission(&p, &c2), BIT(CPU_EXHAUSTED));
+
+	/* static reasons: no victim clears them */
+	p.min_cpu_millis = 4001;
+	CHECK_SET(t_admission_without(&p, &c, v, 3, 0x7), BIT(INSUFFICIENT_CPU));
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.min_cpu_millis = 0;
+	p.reserve_cpu_millis = 5000;	/* more than the node has, not just more than is free */
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.reserve_cpu_millis = 3000;
+
+	c2 = c;
+	c2.has_worker = false;			/* capability_missing: only other workers' attempts */
+	c2.worker_live_attempts = 0;
+	v[0].on_worker = v[1].on_worker = false;
+	CHECK_SET(t_admission_without(&p, &c2, v, 3, 0x7), BIT(CAPABILITY_MISSING));
+	CHECK_VICTIMS(&p, &c2, v, 3, -1, 0);
+	v[0].on_worker = v[1].on_worker = true;
+
+	c2 = c;
+	c2.management_status = SCHED_NODE_DRAINING;
+	CHECK_VICTIMS(&p, &c2, v, 3, -1, 0);
+	c2 = c;
+	c2.scheduling_status = SCHED_WORKER_CORDONED;
+	CHECK_VICTIMS(&p, &c2, v, 3, -1, 0);
+	c2 = c;
+	c2.last_heartbeat = p.heartbeat_cutoff - 1;
+	CHECK_VICTIMS(&p, &c2, v, 3, -1, 0);
+	p.pin_node_id = "node-b";
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.pin_node_id = "node-a";
+	CHECK_VICTIMS(&p, &c, v, 3, 3, 0x7);
+	p.pin_node_id = NULL;
+	p.capability_version = "2.0";
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.capability_version = "1.0";
+	p.required_labels = fx_labels(eu, 1);
+	CHECK_VICTIMS(&p, &c, v, 3, -1, 0);
+	p.required_labels = fx_labels(eu, 0);
+
+	/* a full worker: victims of other workers on the node free no slot of this one */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 2;
+	c.worker_live_attempts = 2;
+	c.node_live_attempts = 4;
+	c.reserved_cpu_millis = 2000;
+	v[0] = mk_victim(1, 100, false, 1000, 0, 0);
+	v[1] = mk_victim(1, 200, false, 1000, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(NO_FREE_SLOT));
+	CHECK_VICTIMS(&p, &c, v, 2, -1, 0);
+	CHECK_SET(t_admission_without(&p, &c, v, 2, 0x3), BIT(NO_FREE_SLOT));
+
+	/* no victims: -1 when it does not fit, 0 when it does */
+	CHECK_VICTIMS(&p, &c, v, 0, -1, 0);
+	c.worker_live_attempts = 1;
+	CHECK_VICTIMS(&p, &c, v, 0, 0, 0);
+}
+
+/* A request that fits with no victim removed gets 0 victims, not -1: every victim is
+ * reprieved (the caller, preemption.c, skips count <= 0; it only asks for requests that
+ * wait for capacity). */
+TEST(preempt_none_when_it_already_fits)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 1000;
+	c.slots = 4;
+	c.worker_live_attempts = 3;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 3000;
+	v[0] = mk_victim(1, 100, true, 1000, 0, 0);
+	v[1] = mk_victim(1, 200, true, 1000, 0, 0);
+	v[2] = mk_victim(0, 300, true, 1000, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 0, 0);
+	/* one millicpu more asked, and one victim goes: the one of lowest priority */
+	p.reserve_cpu_millis = 1001;
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+}
+
+/* A slot is needed; all victims hold one.  Among equal priorities the youngest (largest
+ * dispatched_at) goes; among equal ages too, the last index. */
+TEST(preempt_youngest_goes_among_equal_priorities)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 3;
+	c.worker_live_attempts = 3;
+	c.node_live_attempts = 3;
+	CHECK_SET(sched_admission(&p, &c), BIT(NO_FREE_SLOT));
+	v[0] = mk_victim(5, 100, true, 0, 0, 0);
+	v[1] = mk_victim(5, 300, true, 0, 0, 0);
+	v[2] = mk_victim(5, 200, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x2);
+	v[1].dispatched_at = 150;		/* now v[2] is the youngest */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+	v[0].dispatched_at = 250;		/* and now v[0] */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+	/* extremes: compared, not subtracted */
+	v[0] = mk_victim(5, INT64_MAX, true, 0, 0, 0);
+	v[1] = mk_victim(5, INT64_MIN, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x1);
+	v[0].dispatched_at = INT64_MIN;
+	v[1].dispatched_at = INT64_MAX;
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x2);
+	/* equal priority and age: the later index goes */
+	v[0] = mk_victim(5, 100, true, 0, 0, 0);
+	v[1] = mk_victim(5, 100, true, 0, 0, 0);
+	v[2] = mk_victim(5, 100, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x2);
+}
+
+/* The lowest priority goes first, whatever the ages. */
+TEST(preempt_lowest_priority_goes_first)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 3;
+	c.worker_live_attempts = 3;
+	c.node_live_attempts = 3;
+	v[0] = mk_victim(7, 100, true, 0, 0, 0);
+	v[1] = mk_victim(3, 100, true, 0, 0, 0);
+	v[2] = mk_victim(5, 100, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x2);
+	/* priority before age: the oldest, of the lowest priority, goes */
+	v[0] = mk_victim(3, 100, true, 0, 0, 0);
+	v[1] = mk_victim(5, 900, true, 0, 0, 0);
+	v[2] = mk_victim(4, 500, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+	/* negative and extreme priorities */
+	v[0] = mk_victim(INT32_MAX, 100, true, 0, 0, 0);
+	v[1] = mk_victim(INT32_MIN, 100, true, 0, 0, 0);
+	v[2] = mk_victim(-1, 100, true, 0, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x2);
+	v[1].priority = 0;
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+}
+
+/* Only victims on the candidate's worker free a slot of it; every victim on the node
+ * frees its cpu, memory and gpus. */
+TEST(preempt_on_worker_and_off_worker_victims)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	/* a slot: the on-worker victim goes, although the off-worker one is lower */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 2;
+	c.worker_live_attempts = 2;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 2000;
+	v[0] = mk_victim(1, 100, false, 1000, 0, 0);
+	v[1] = mk_victim(8, 100, true, 1000, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(NO_FREE_SLOT));
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x2);
+
+	/* cpu, a slot free: the off-worker victim goes, the only one freeing enough, although
+	 * of higher priority than the on-worker one */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 1500;
+	c.slots = 2;
+	c.worker_live_attempts = 1;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 4000;	/* 2,000 + 100 + 1,900 of others */
+	v[0] = mk_victim(5, 100, false, 2000, 0, 0);
+	v[1] = mk_victim(1, 100, true, 100, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(CPU_EXHAUSTED));
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x1);
+
+	/* memory and gpus, all off the worker: X alone would do, but it is reprieved first
+	 * (highest priority) and the two lower ones go */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_memory_mb = 4096;
+	p.reserve_gpus = 1;
+	c.node_live_attempts = 3;
+	c.reserved_memory_mb = 8192;
+	c.reserved_gpus = 2;
+	v[0] = mk_victim(1, 100, false, 0, 4096, 0);	/* M */
+	v[1] = mk_victim(2, 100, false, 0, 0, 1);		/* G */
+	v[2] = mk_victim(3, 100, false, 0, 4096, 1);	/* X */
+	CHECK_SET(sched_admission(&p, &c), BIT(MEMORY_EXHAUSTED) | BIT(GPUS_EXHAUSTED));
+	CHECK_VICTIMS(&p, &c, v, 3, 2, 0x3);
+	CHECK_SET(t_admission_without(&p, &c, v, 3, 0x4), 0);
+	/* G holds no gpu now, and one is free: M alone goes (X, reprieved first, stays) */
+	v[1].reserve_gpus = 0;
+	c.reserved_gpus = 1;
+	CHECK_SET(sched_admission(&p, &c), BIT(MEMORY_EXHAUSTED));	/* a gpu is free */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+	c.reserved_gpus = 2;			/* a gpu of no victim: only X frees one, and it alone goes */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x4);
+
+	/* a slot and cpu: one victim for each */
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 1000;
+	c.slots = 2;
+	c.worker_live_attempts = 2;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 4000;
+	v[0] = mk_victim(1, 100, false, 3000, 0, 0);
+	v[1] = mk_victim(9, 100, true, 0, 0, 0);
+	CHECK_SET(sched_admission(&p, &c), BIT(NO_FREE_SLOT) | BIT(CPU_EXHAUSTED));
+	CHECK_VICTIMS(&p, &c, v, 2, 2, 0x3);
+	/* the slot's victim also frees enough cpu: it alone goes */
+	v[1].reserve_cpu_millis = 1000;
+	CHECK_VICTIMS(&p, &c, v, 2, 1, 0x2);
+}
+
+/* No single victim frees enough: the two of lowest priority go. */
+TEST(preempt_two_small_victims)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[4];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	p.reserve_cpu_millis = 1500;
+	c.slots = 8;
+	c.worker_live_attempts = 4;
+	c.node_live_attempts = 4;
+	c.reserved_cpu_millis = 4000;
+	v[0] = mk_victim(4, 100, true, 1000, 0, 0);
+	v[1] = mk_victim(1, 100, true, 1000, 0, 0);
+	v[2] = mk_victim(3, 100, true, 1000, 0, 0);
+	v[3] = mk_victim(2, 100, true, 1000, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 4, 2, 0xa);
+	/* 2,000 asked: still two */
+	p.reserve_cpu_millis = 2000;
+	CHECK_VICTIMS(&p, &c, v, 4, 2, 0xa);
+	/* 2,001: three, only the highest stays */
+	p.reserve_cpu_millis = 2001;
+	CHECK_VICTIMS(&p, &c, v, 4, 3, 0xe);
+	/* 1,000: one */
+	p.reserve_cpu_millis = 1000;
+	CHECK_VICTIMS(&p, &c, v, 4, 1, 0x2);
+}
+
+/* Kubernetes' order is greedy, from the highest priority down, not the fewest victims:
+ * reprieving a high-priority victim first can leave two lower ones to go where the high
+ * one alone would have done, and can keep lower ones where a higher one goes. */
+TEST(preempt_reprieve_order_is_kubernetes)
+{
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedVictim v[3];
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.slots = 8;
+	c.worker_live_attempts = 3;
+	c.node_live_attempts = 3;
+	c.reserved_cpu_millis = 4000;
+
+	/* H (2,000) alone frees the 2,000 asked, but it is reprieved first: L1 and L2 go */
+	p.reserve_cpu_millis = 2000;
+	v[0] = mk_victim(9, 100, true, 2000, 0, 0);	/* H */
+	v[1] = mk_victim(1, 100, true, 1000, 0, 0);	/* L1 */
+	v[2] = mk_victim(2, 100, true, 1000, 0, 0);	/* L2 */
+	CHECK_SET(t_admission_without(&p, &c, v, 3, 0x1), 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 2, 0x6);
+
+	/* 1,500 asked; H must go (M and L together free 1,100), then M and L both stay,
+	 * although L is the lowest priority */
+	p.reserve_cpu_millis = 1500;
+	v[0] = mk_victim(9, 100, true, 2000, 0, 0);	/* H */
+	v[1] = mk_victim(5, 100, true, 1000, 0, 0);	/* M */
+	v[2] = mk_victim(1, 100, true, 100, 0, 0);		/* L */
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+
+	/* ages alike: the oldest (2,000) is reprieved first, the two younger go */
+	p.reserve_cpu_millis = 2000;
+	v[0] = mk_victim(5, 100, true, 2000, 0, 0);	/* oldest */
+	v[1] = mk_victim(5, 300, true, 1000, 0, 0);
+	v[2] = mk_victim(5, 200, true, 1000, 0, 0);
+	CHECK_VICTIMS(&p, &c, v, 3, 2, 0x6);
+	/* the big one the youngest: reprieved last, it alone goes */
+	v[0].dispatched_at = 400;
+	CHECK_VICTIMS(&p, &c, v, 3, 1, 0x1);
+}
+
+static int
+t_pcmp(int va, int32_t ta, const char *na, int vb, int32_t tb, const char *nb)
+{
+	int			ab = sign(sched_preemption_cmp(va, ta, na, vb, tb, nb));
+	int			ba = sign(sched_preemption_cmp(vb, tb, nb, va, ta, na));
+
+	return ab == -ba ? ab : 99;		/* 99: not antisymmetric */
+}
+
+typedef struct TPreemptOption
+{
+	int			victims;
+	int32_t		top;
+	const char *node;
+} TPreemptOption;
+
+static int
+t_option_cmp(const void *a, const void *b)
+{
+	const TPreemptOption *x = (const TPreemptOption *) a;
+	const TPreemptOption *y = (const TPreemptOption *) b;
+
+	return sched_preemption_cmp(x->victims, x->top, x->node, y->victims, y->top, y->node);
+}
+
+/* Fewer victims, then a lower top priority, then the smaller node_id bytewise. */
+TEST(preemption_cmp_order)
+{
+	char		copy[] = "node-a";
+	TPreemptOption o[7] = {
+		{2, 5, "b"}, {1, 9, "z"}, {2, 3, "z"}, {2, 5, "a"}, {3, INT32_MIN, "a"},
+		{1, 9, "node-10"}, {2, -7, "q"}
+	};
+	int			i,
+				j;
+
+	CHECK_INT(t_pcmp(1, 9, "z", 2, 0, "a"), -1);		/* fewer victims, whatever else */
+	CHECK_INT(t_pcmp(1, INT32_MAX, "z", 2, INT32_MIN, "a"), -1);
+	CHECK_INT(t_pcmp(0, 0, "z", INT32_MAX, 0, "a"), -1);
+	CHECK_INT(t_pcmp(2, 3, "z", 2, 5, "a"), -1);		/* then the lower top priority */
+	CHECK_INT(t_pcmp(2, INT32_MIN, "z", 2, INT32_MAX, "a"), -1);	/* compared, not subtracted */
+	CHECK_INT(t_pcmp(2, -5, "z", 2, -3, "a"), -1);
+	CHECK_INT(t_pcmp(2, 5, "a", 2, 5, "b"), -1);		/* then node_id */
+	CHECK_INT(t_pcmp(2, 5, "B", 2, 5, "a"), -1);		/* bytewise: 'B' < 'a' */
+	CHECK_INT(t_pcmp(2, 5, "node-10", 2, 5, "node-9"), -1);
+	CHECK_INT(t_pcmp(2, 5, "z", 2, 5, "\xc3\xa9"), -1);	/* UTF-8 after ASCII */
+	CHECK_INT(t_pcmp(2, 5, "node", 2, 5, "node-a"), -1);
+	CHECK_INT(t_pcmp(2, 5, "node-a", 2, 5, copy), 0);
+
+	qsort(o, 7, sizeof o[0], t_option_cmp);
+	CHECK_STR(o[0].node, "node-10");
+	CHECK_STR(o[1].node, "z");
+	CHECK_INT(o[1].victims, 1);
+	CHECK_STR(o[2].node, "q");
+	CHECK_STR(o[3].node, "z");
+	CHECK_INT(o[3].victims, 2);
+	CHECK_STR(o[4].node, "a");
+	CHECK_INT(o[4].top, 5);
+	CHECK_STR(o[5].node, "b");
+	CHECK_STR(o[6].node, "a");
+	CHECK_INT(o[6].victims, 3);
+	for (i = 0; i < 7; i++)
+		for (j = 0; j < 7; j++)
+			CHECK_INT(t_pcmp(o[i].victims, o[i].top, o[i].node, o[j].victims, o[j].top, o[j].node),
+					  i < j ? -1 : i > j ? 1 : 0);
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* Label sets                                                                           */
 /* ------------------------------------------------------------------------------------ */
 
@@ -1849,6 +2602,892 @@ TEST(labels_sort_duplicate_key_is_false)
 	CHECK(!sched_labels_sort(&s2));
 	/* differ by case or by a byte: not duplicates */
 	CHECK(sched_labels_sort(&s3));
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Label expressions (include/placement.h: SchedLabelOp, sched_label_number, versions)  */
+/* ------------------------------------------------------------------------------------ */
+
+/* A required label with operator op, zero past what the operator reads. */
+static SchedLabel
+lx_label(const char *key, SchedLabelOp op)
+{
+	SchedLabel	l;
+
+	memset(&l, 0, sizeof l);
+	l.key = key;
+	l.op = op;
+	return l;
+}
+
+static SchedLabel
+lx_eq(const char *key, const char *value)
+{
+	SchedLabel	l = lx_label(key, SCHED_LABEL_EQ);
+
+	l.value = value;
+	return l;
+}
+
+/* IN or NOT_IN over values[0 .. n-1]. */
+static SchedLabel
+lx_list(const char *key, SchedLabelOp op, const char *const *values, int n)
+{
+	SchedLabel	l = lx_label(key, op);
+
+	l.values = values;
+	l.nvalues = n;
+	return l;
+}
+
+/* GT or LT. */
+static SchedLabel
+lx_num(const char *key, SchedLabelOp op, double number)
+{
+	SchedLabel	l = lx_label(key, op);
+
+	l.number = number;
+	return l;
+}
+
+static SchedLabel
+lx_ver(const char *key, const SchedVersionBound *bounds, int n)
+{
+	SchedLabel	l = lx_label(key, SCHED_LABEL_VERSION);
+
+	l.bounds = bounds;
+	l.nbounds = n;
+	return l;
+}
+
+static bool
+lx_sat(SchedLabel req, const SchedLabelSet *have)
+{
+	return sched_label_satisfied(&req, have);
+}
+
+static void
+t_check_number(const char *file, int line, const char *s, double want)
+{
+	double		out = 12345.678;
+
+	if (!sched_label_number(s, &out))
+		t_fail(file, line, "sched_label_number(\"%s\") is false, want %.17g", s, want);
+	else if (out != want)
+		t_fail(file, line, "sched_label_number(\"%s\") = %.17g, want %.17g", s, out, want);
+}
+
+static void
+t_check_not_number(const char *file, int line, const char *s)
+{
+	double		out = 12345.678;
+
+	if (sched_label_number(s, &out))
+		t_fail(file, line, "sched_label_number(\"%s\") is true (%.17g), want false", s, out);
+}
+
+#define CHECK_NUMBER(s, want) t_check_number(__FILE__, __LINE__, (s), (want))
+#define CHECK_NOT_NUMBER(s) t_check_not_number(__FILE__, __LINE__, (s))
+
+static void
+t_check_version(const char *file, int line, const char *s, int n, const int32_t *parts)
+{
+	SchedVersion v;
+	int			i;
+
+	memset(&v, 0x5a, sizeof v);
+	if (!sched_version_parse(s, &v))
+	{
+		t_fail(file, line, "sched_version_parse(\"%s\") is false, want %d parts", s, n);
+		return;
+	}
+	if (v.nparts != n)
+	{
+		t_fail(file, line, "sched_version_parse(\"%s\"): %d parts, want %d", s, v.nparts, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (v.parts[i] != parts[i])
+			t_fail(file, line, "sched_version_parse(\"%s\"): part %d is %" PRId32 ", want %" PRId32,
+				   s, i, v.parts[i], parts[i]);
+}
+
+static void
+t_check_not_version(const char *file, int line, const char *s)
+{
+	SchedVersion v;
+
+	if (sched_version_parse(s, &v))
+		t_fail(file, line, "sched_version_parse(\"%s\") is true (%d parts), want false", s, v.nparts);
+}
+
+/* CHECK_VERSION("1.2", 1, 2): parses, into exactly these parts. */
+#define CHECK_VERSION(s, ...) \
+	t_check_version(__FILE__, __LINE__, (s), \
+					(int) (sizeof((const int32_t[]) {__VA_ARGS__}) / sizeof(int32_t)), \
+					(const int32_t[]) {__VA_ARGS__})
+#define CHECK_NOT_VERSION(s) t_check_not_version(__FILE__, __LINE__, (s))
+
+/* sched_version_range_parse into a buffer one bound larger, whose last bound must stay. */
+static int
+lx_range(const char *s, SchedVersionBound *bounds)
+{
+	SchedVersionBound buf[SCHED_MAX_VERSION_BOUNDS + 1];
+	SchedVersionBound canary;
+	int			n;
+
+	memset(buf, 0x5a, sizeof buf);
+	memset(&canary, 0x5a, sizeof canary);
+	n = sched_version_range_parse(s, buf);
+	if (memcmp(&buf[SCHED_MAX_VERSION_BOUNDS], &canary, sizeof canary) != 0)
+		return -100;			/* wrote past SCHED_MAX_VERSION_BOUNDS */
+	if (bounds != NULL)
+		memcpy(bounds, buf, sizeof(SchedVersionBound) * SCHED_MAX_VERSION_BOUNDS);
+	return n;
+}
+
+static void
+t_check_range(const char *file, int line, const char *s, int n, const SchedVersionBound *want)
+{
+	SchedVersionBound got[SCHED_MAX_VERSION_BOUNDS];
+	int			k = lx_range(s, got);
+	int			i,
+				j;
+
+	if (k != n)
+	{
+		t_fail(file, line, "sched_version_range_parse(\"%s\") = %d, want %d", s, k, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+	{
+		if (got[i].cmp != want[i].cmp)
+			t_fail(file, line, "\"%s\" bound %d: cmp %d, want %d", s, i, (int) got[i].cmp,
+				   (int) want[i].cmp);
+		if (got[i].version.nparts != want[i].version.nparts)
+		{
+			t_fail(file, line, "\"%s\" bound %d: %d parts, want %d", s, i, got[i].version.nparts,
+				   want[i].version.nparts);
+			continue;
+		}
+		for (j = 0; j < want[i].version.nparts; j++)
+			if (got[i].version.parts[j] != want[i].version.parts[j])
+				t_fail(file, line, "\"%s\" bound %d part %d: %" PRId32 ", want %" PRId32, s, i, j,
+					   got[i].version.parts[j], want[i].version.parts[j]);
+	}
+}
+
+static void
+t_check_not_range(const char *file, int line, const char *s)
+{
+	int			k = lx_range(s, NULL);
+
+	if (k != -1)
+		t_fail(file, line, "sched_version_range_parse(\"%s\") = %d, want -1%s", s, k,
+			   k == -100 ? " (and it wrote past the buffer)" : "");
+}
+
+/* CHECK_RANGE(">=1.2", {SCHED_VCMP_GE, {2, {1, 2}}}): exactly these bounds. */
+#define CHECK_RANGE(s, ...) \
+	t_check_range(__FILE__, __LINE__, (s), \
+				  (int) (sizeof((const SchedVersionBound[]) {__VA_ARGS__}) / sizeof(SchedVersionBound)), \
+				  (const SchedVersionBound[]) {__VA_ARGS__})
+#define CHECK_NOT_RANGE(s) t_check_not_range(__FILE__, __LINE__, (s))
+
+/* A version parsed by sched_version_parse; a failed parse fails the case (nparts -1). */
+static SchedVersion
+lx_v(const char *s)
+{
+	SchedVersion v;
+
+	memset(&v, 0, sizeof v);
+	if (!sched_version_parse(s, &v))
+	{
+		t_fail(__FILE__, __LINE__, "fixture \"%s\" is not a version", s);
+		v.nparts = -1;
+	}
+	return v;
+}
+
+/* sched_version_cmp of two version strings. */
+static int
+lx_vcmp(const char *a, const char *b)
+{
+	SchedVersion x = lx_v(a);
+	SchedVersion y = lx_v(b);
+
+	return sched_version_cmp(&x, &y);
+}
+
+/* Whether version s meets the bounds of range r (both parsed by the core). */
+static int
+lx_in_range(const char *s, const char *r)
+{
+	SchedVersionBound b[SCHED_MAX_VERSION_BOUNDS];
+	SchedVersion v = lx_v(s);
+	int			n = sched_version_range_parse(r, b);
+
+	if (n < 1)
+	{
+		t_fail(__FILE__, __LINE__, "fixture \"%s\" is not a version range", r);
+		return -1;
+	}
+	return sched_version_in_range(&v, b, n) ? 1 : 0;
+}
+
+TEST(label_number_grammar)
+{
+	char		s64[65];
+	char		neg64[65];
+	char		frac64[65];
+	int			i;
+
+	/* -?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+	CHECK_NUMBER("0", 0.0);
+	CHECK_NUMBER("7", 7.0);
+	CHECK_NUMBER("-1", -1.0);
+	CHECK_NUMBER("007", 7.0);
+	CHECK_NUMBER("1.5", 1.5);
+	CHECK_NUMBER("-2.25", -2.25);
+	CHECK_NUMBER("1.0", 1.0);
+	CHECK_NUMBER("10.000", 10.0);
+	CHECK_NUMBER("0.5", 0.5);
+	CHECK_NUMBER("-0.5", -0.5);
+	CHECK_NUMBER("1e3", 1000.0);
+	CHECK_NUMBER("1E3", 1000.0);
+	CHECK_NUMBER("1e+3", 1000.0);
+	CHECK_NUMBER("1e0003", 1000.0);
+	CHECK_NUMBER("1e-3", 1e-3);
+	CHECK_NUMBER("2.5E-1", 0.25);
+	CHECK_NUMBER("-1.5e2", -150.0);
+	CHECK_NUMBER("1e0", 1.0);
+	CHECK_NUMBER("-0", 0.0);	/* -0 == 0: a number, equal to zero */
+	/* the range of a double, both ends; exact zero with any exponent is no underflow */
+	CHECK_NUMBER("1e308", 1e308);
+	CHECK_NUMBER("1.7976931348623157e308", DBL_MAX);
+	CHECK_NUMBER("-1.7976931348623157e308", -DBL_MAX);
+	CHECK_NUMBER("2.2250738585072014e-308", DBL_MIN);
+	CHECK_NUMBER("0e-999", 0.0);
+	CHECK_NUMBER("0.000e999", 0.0);
+
+	/* no sign "+", no spaces, digits on both sides of the dot, no hex, inf or nan */
+	CHECK_NOT_NUMBER("");
+	CHECK_NOT_NUMBER("-");
+	CHECK_NOT_NUMBER("+1");
+	CHECK_NOT_NUMBER("+0");
+	CHECK_NOT_NUMBER(" 1");
+	CHECK_NOT_NUMBER("1 ");
+	CHECK_NOT_NUMBER("\t1");
+	CHECK_NOT_NUMBER("1\n");
+	CHECK_NOT_NUMBER("1.");
+	CHECK_NOT_NUMBER("-1.");
+	CHECK_NOT_NUMBER(".5");
+	CHECK_NOT_NUMBER("-.5");
+	CHECK_NOT_NUMBER("0x10");
+	CHECK_NOT_NUMBER("0X10");
+	CHECK_NOT_NUMBER("0x1p3");
+	CHECK_NOT_NUMBER("inf");
+	CHECK_NOT_NUMBER("-inf");
+	CHECK_NOT_NUMBER("INF");
+	CHECK_NOT_NUMBER("infinity");
+	CHECK_NOT_NUMBER("nan");
+	CHECK_NOT_NUMBER("NaN");
+	CHECK_NOT_NUMBER("-nan");
+	CHECK_NOT_NUMBER("1e");
+	CHECK_NOT_NUMBER("1e+");
+	CHECK_NOT_NUMBER("1e-");
+	CHECK_NOT_NUMBER("e3");
+	CHECK_NOT_NUMBER("1ee3");
+	CHECK_NOT_NUMBER("1e3.5");
+	CHECK_NOT_NUMBER("1e3e3");
+	CHECK_NOT_NUMBER("1.2.3");
+	CHECK_NOT_NUMBER("1,5");
+	CHECK_NOT_NUMBER("--1");
+	CHECK_NOT_NUMBER("-+1");
+	CHECK_NOT_NUMBER("1-");
+	CHECK_NOT_NUMBER("1_000");
+	CHECK_NOT_NUMBER("eight");
+	CHECK_NOT_NUMBER("\xd9\xa1");		/* ARABIC-INDIC DIGIT ONE */
+	CHECK_NOT_NUMBER("\xef\xbc\x91");	/* FULLWIDTH DIGIT ONE */
+	CHECK_NOT_NUMBER("1\xc2\xa0");		/* trailing no-break space */
+	/* out of the range of a double: overflow, or underflow to zero */
+	CHECK_NOT_NUMBER("1e999");
+	CHECK_NOT_NUMBER("-1e999");
+	CHECK_NOT_NUMBER("1e309");
+	CHECK_NOT_NUMBER("1.8e308");
+	CHECK_NOT_NUMBER("1e-999");
+	CHECK_NOT_NUMBER("-1e-999");
+	CHECK_NOT_NUMBER("1e-400");
+
+	/* at most 64 bytes */
+	s64[0] = '1';
+	neg64[0] = '-';
+	neg64[1] = '1';
+	frac64[0] = '0';
+	frac64[1] = '.';
+	for (i = 1; i < 64; i++)
+		s64[i] = '0';
+	for (i = 2; i < 64; i++)
+		neg64[i] = '0', frac64[i] = '0';
+	frac64[63] = '5';
+	s64[64] = neg64[64] = frac64[64] = '\0';
+	CHECK_INT(strlen(s64), 64);
+	CHECK_NUMBER(s64, 1e63);
+	CHECK_NUMBER(neg64, -1e62);
+	CHECK_NUMBER(frac64, 5e-62);
+	/* no length limit: 65 bytes are a number too */
+	{
+		char		s65[66];
+		char		frac65[66];
+
+		memcpy(s65, s64, 64);
+		s65[64] = '0';
+		s65[65] = '\0';
+		memcpy(frac65, frac64, 63);
+		frac65[63] = '0';
+		frac65[64] = '5';
+		frac65[65] = '\0';
+		CHECK_NUMBER(s65, 1e64);
+		CHECK_NUMBER(frac65, 5e-63);
+	}
+}
+
+TEST(label_expr_eq_in_not_in)
+{
+	SchedLabel	items[] = {{"gpu", "a100"}, {"tier", "fast"}, {"void", ""}, {"zone", "eu-1"}};
+	SchedLabelSet have = fx_labels(items, 4);
+	SchedLabelSet none = fx_labels(NULL, 0);
+	static const char *const eu12[] = {"eu-1", "eu-2"};
+	static const char *const eu23[] = {"eu-2", "eu-3"};
+	static const char *const eu21[] = {"eu-2", "eu-1"};
+	static const char *const eu1[] = {"eu-1"};
+	static const char *const eu2[] = {"eu-2"};
+	static const char *const near[] = {"EU-1", "eu", "eu-1 ", "eu-10", ""};
+	static const char *const empty[] = {""};
+	static const char *const r1[] = {"r1"};
+	char		eu1_copy[] = "eu-1";
+	const char *copied[1];
+
+	CHECK(sched_labels_sort(&have));
+
+	/* EQ: present with that value (the plain label) */
+	CHECK(lx_sat(lx_eq("tier", "fast"), &have));
+	CHECK(!lx_sat(lx_eq("tier", "slow"), &have));
+	CHECK(!lx_sat(lx_eq("tier", "Fast"), &have));
+	CHECK(!lx_sat(lx_eq("rack", "r1"), &have));
+	CHECK(!lx_sat(lx_eq("rack", ""), &have));
+	CHECK(lx_sat(lx_eq("void", ""), &have));
+	CHECK(!lx_sat(lx_eq("tier", "fast"), &none));
+
+	/* IN: present, its value one of the list */
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_IN, eu12, 2), &have));
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_IN, eu21, 2), &have));		/* last of the list */
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_IN, eu1, 1), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_IN, eu23, 2), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_IN, near, 5), &have));		/* bytewise, whole value */
+	CHECK(!lx_sat(lx_list("rack", SCHED_LABEL_IN, r1, 1), &have));		/* absent */
+	CHECK(!lx_sat(lx_list("rack", SCHED_LABEL_IN, empty, 1), &have));	/* absent is not "" */
+	CHECK(lx_sat(lx_list("void", SCHED_LABEL_IN, empty, 1), &have));
+	CHECK(lx_sat(lx_list("void", SCHED_LABEL_IN, near, 5), &have));		/* "" is listed last */
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_IN, eu1, 1), &none));
+	copied[0] = eu1_copy;												/* by content */
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_IN, copied, 1), &have));
+
+	/* NOT_IN: absent, or present with a value none of the list */
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu2, 1), &have));
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu23, 2), &have));
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, near, 4), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu12, 2), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu21, 2), &have));
+	CHECK(!lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, copied, 1), &have));
+	CHECK(lx_sat(lx_list("rack", SCHED_LABEL_NOT_IN, r1, 1), &have));		/* absent key matches */
+	CHECK(lx_sat(lx_list("rack", SCHED_LABEL_NOT_IN, empty, 1), &have));
+	CHECK(lx_sat(lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1), &none));
+	CHECK(!lx_sat(lx_list("void", SCHED_LABEL_NOT_IN, empty, 1), &have));
+	CHECK(lx_sat(lx_list("void", SCHED_LABEL_NOT_IN, eu1, 1), &have));
+}
+
+TEST(label_expr_exists)
+{
+	SchedLabel	items[] = {{"tier", "fast"}, {"void", ""}};
+	SchedLabelSet have = fx_labels(items, 2);
+	SchedLabelSet none = fx_labels(NULL, 0);
+
+	CHECK(sched_labels_sort(&have));
+	CHECK(lx_sat(lx_label("tier", SCHED_LABEL_EXISTS), &have));
+	CHECK(lx_sat(lx_label("void", SCHED_LABEL_EXISTS), &have));		/* "" is present */
+	CHECK(!lx_sat(lx_label("rack", SCHED_LABEL_EXISTS), &have));
+	CHECK(!lx_sat(lx_label("Tier", SCHED_LABEL_EXISTS), &have));
+	CHECK(!lx_sat(lx_label("tier", SCHED_LABEL_EXISTS), &none));
+	CHECK(!lx_sat(lx_label("tier", SCHED_LABEL_NOT_EXISTS), &have));
+	CHECK(!lx_sat(lx_label("void", SCHED_LABEL_NOT_EXISTS), &have));
+	CHECK(lx_sat(lx_label("rack", SCHED_LABEL_NOT_EXISTS), &have));
+	CHECK(lx_sat(lx_label("tie", SCHED_LABEL_NOT_EXISTS), &have));
+	CHECK(lx_sat(lx_label("tier", SCHED_LABEL_NOT_EXISTS), &none));
+}
+
+TEST(label_expr_gt_lt)
+{
+	SchedLabel	items[] = {
+		{"cores", "8"}, {"mem", "-2.5"}, {"ratio", "1e3"}, {"quarter", "2.5E-1"}, {"neg0", "-0"},
+		{"zero", "0"}, {"big", "1.7976931348623157e308"},
+		/* not numbers */
+		{"name", "eight"}, {"hex", "0x10"}, {"plus", "+9"}, {"space", " 9"}, {"dot", "9."},
+		{"lead", ".5"}, {"inf", "inf"}, {"nan", "nan"}, {"over", "1e999"}, {"under", "1e-999"},
+		{"empty", ""}, {"ver", "1.2.3"}
+	};
+	SchedLabelSet have = fx_labels(items, (int) (sizeof items / sizeof items[0]));
+	static const char *const junk[] = {"name", "hex", "plus", "space", "dot", "lead", "inf", "nan",
+		"over", "under", "empty", "ver", "absent"};
+	size_t		i;
+
+	CHECK(sched_labels_sort(&have));
+
+	/* strictly greater / less: equality is neither */
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_GT, 7), &have));
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_GT, 7.999), &have));
+	CHECK(!lx_sat(lx_num("cores", SCHED_LABEL_GT, 8), &have));
+	CHECK(!lx_sat(lx_num("cores", SCHED_LABEL_GT, 8.5), &have));
+	CHECK(!lx_sat(lx_num("cores", SCHED_LABEL_LT, 8), &have));
+	CHECK(!lx_sat(lx_num("cores", SCHED_LABEL_LT, 7.5), &have));
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_LT, 8.001), &have));
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_LT, 100), &have));
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_GT, -8), &have));
+	/* as numbers, not strings: "8" < "10" */
+	CHECK(lx_sat(lx_num("cores", SCHED_LABEL_LT, 10), &have));
+	/* negative */
+	CHECK(lx_sat(lx_num("mem", SCHED_LABEL_GT, -3), &have));
+	CHECK(lx_sat(lx_num("mem", SCHED_LABEL_LT, -2), &have));
+	CHECK(!lx_sat(lx_num("mem", SCHED_LABEL_GT, -2.5), &have));
+	CHECK(!lx_sat(lx_num("mem", SCHED_LABEL_LT, -2.5), &have));
+	CHECK(!lx_sat(lx_num("mem", SCHED_LABEL_GT, 0), &have));
+	/* exponent forms */
+	CHECK(lx_sat(lx_num("ratio", SCHED_LABEL_GT, 999), &have));
+	CHECK(!lx_sat(lx_num("ratio", SCHED_LABEL_GT, 1000), &have));
+	CHECK(!lx_sat(lx_num("ratio", SCHED_LABEL_LT, 1000), &have));
+	CHECK(lx_sat(lx_num("ratio", SCHED_LABEL_LT, 1000.5), &have));
+	CHECK(lx_sat(lx_num("quarter", SCHED_LABEL_GT, 0.2499), &have));
+	CHECK(!lx_sat(lx_num("quarter", SCHED_LABEL_GT, 0.25), &have));
+	CHECK(!lx_sat(lx_num("quarter", SCHED_LABEL_LT, 0.25), &have));
+	CHECK(lx_sat(lx_num("quarter", SCHED_LABEL_LT, 0.2501), &have));
+	/* "-0" is the number 0: neither greater nor less than 0 (or -0) */
+	CHECK(!lx_sat(lx_num("neg0", SCHED_LABEL_GT, 0), &have));
+	CHECK(!lx_sat(lx_num("neg0", SCHED_LABEL_LT, 0), &have));
+	CHECK(!lx_sat(lx_num("neg0", SCHED_LABEL_GT, -0.0), &have));
+	CHECK(!lx_sat(lx_num("neg0", SCHED_LABEL_LT, -0.0), &have));
+	CHECK(!lx_sat(lx_num("zero", SCHED_LABEL_GT, -0.0), &have));
+	CHECK(!lx_sat(lx_num("zero", SCHED_LABEL_LT, -0.0), &have));
+	CHECK(lx_sat(lx_num("neg0", SCHED_LABEL_GT, -1e-300), &have));
+	CHECK(lx_sat(lx_num("neg0", SCHED_LABEL_LT, 1e-300), &have));
+	/* the largest double */
+	CHECK(lx_sat(lx_num("big", SCHED_LABEL_GT, 1e308), &have));
+	CHECK(!lx_sat(lx_num("big", SCHED_LABEL_GT, DBL_MAX), &have));
+	CHECK(!lx_sat(lx_num("big", SCHED_LABEL_LT, DBL_MAX), &have));
+
+	/* a value that is not a number, or no value, fails both, whatever the bound */
+	for (i = 0; i < sizeof junk / sizeof junk[0]; i++)
+	{
+		if (lx_sat(lx_num(junk[i], SCHED_LABEL_GT, -DBL_MAX), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" (%s) is greater than -DBL_MAX", junk[i],
+				   sched_labels_get(&have, junk[i]) ? sched_labels_get(&have, junk[i]) : "absent");
+		if (lx_sat(lx_num(junk[i], SCHED_LABEL_LT, DBL_MAX), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" (%s) is less than DBL_MAX", junk[i],
+				   sched_labels_get(&have, junk[i]) ? sched_labels_get(&have, junk[i]) : "absent");
+		if (lx_sat(lx_num(junk[i], SCHED_LABEL_GT, 0), &have) ||
+			lx_sat(lx_num(junk[i], SCHED_LABEL_LT, 0), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" compares with 0", junk[i]);
+	}
+}
+
+TEST(version_parse)
+{
+	CHECK_VERSION("1", 1);
+	CHECK_VERSION("0", 0);
+	CHECK_VERSION("1.2", 1, 2);
+	CHECK_VERSION("1.2.10", 1, 2, 10);
+	CHECK_VERSION("10.0.3", 10, 0, 3);
+	CHECK_VERSION("1.2.0", 1, 2, 0);
+	CHECK_VERSION("007.08", 7, 8);
+	CHECK_VERSION("535.104.05", 535, 104, 5);
+	/* 1 to 9 digits, at most SCHED_MAX_VERSION_PART */
+	CHECK_VERSION("999999999", 999999999);
+	CHECK_VERSION("000000001.123456789", 1, 123456789);
+	CHECK_INT(SCHED_MAX_VERSION_PART, 999999999);
+	CHECK_NOT_VERSION("1000000000");
+	CHECK_NOT_VERSION("9999999999");
+	CHECK_NOT_VERSION("0000000001");
+	CHECK_NOT_VERSION("1.1000000000");
+	/* 1 to SCHED_MAX_VERSION_PARTS numbers */
+	CHECK_INT(SCHED_MAX_VERSION_PARTS, 8);
+	CHECK_VERSION("1.2.3.4.5.6.7.8", 1, 2, 3, 4, 5, 6, 7, 8);
+	CHECK_VERSION("0.0.0.0.0.0.0.0", 0, 0, 0, 0, 0, 0, 0, 0);
+	CHECK_NOT_VERSION("1.2.3.4.5.6.7.8.9");
+	CHECK_NOT_VERSION("0.0.0.0.0.0.0.0.0");
+	/* single dots between numbers, nothing else */
+	CHECK_NOT_VERSION("");
+	CHECK_NOT_VERSION("v1");
+	CHECK_NOT_VERSION("V1.0");
+	CHECK_NOT_VERSION("1.");
+	CHECK_NOT_VERSION(".1");
+	CHECK_NOT_VERSION(".");
+	CHECK_NOT_VERSION("1..2");
+	CHECK_NOT_VERSION("1.2.");
+	CHECK_NOT_VERSION("1.2-rc1");
+	CHECK_NOT_VERSION("1.2rc1");
+	CHECK_NOT_VERSION("1.2+build");
+	CHECK_NOT_VERSION(" 1");
+	CHECK_NOT_VERSION("1 ");
+	CHECK_NOT_VERSION("1 .2");
+	CHECK_NOT_VERSION("-1");
+	CHECK_NOT_VERSION("+1");
+	CHECK_NOT_VERSION("1,2");
+	CHECK_NOT_VERSION("1.a");
+	CHECK_NOT_VERSION("1e3");
+	CHECK_NOT_VERSION("0x10");
+	CHECK_NOT_VERSION(">=1");
+	CHECK_NOT_VERSION("\xd9\xa1");
+}
+
+TEST(version_cmp)
+{
+	SchedVersion a,
+				b;
+
+	/* part by part as numbers: 1.2.10 < 1.10 and 1.10 > 1.9 */
+	CHECK_INT(lx_vcmp("1.2.10", "1.10"), -1);
+	CHECK_INT(lx_vcmp("1.10", "1.2.10"), 1);
+	CHECK_INT(lx_vcmp("1.10", "1.9"), 1);
+	CHECK_INT(lx_vcmp("1.9", "1.10"), -1);
+	CHECK_INT(lx_vcmp("2", "1.999999999"), 1);
+	CHECK_INT(lx_vcmp("1.999999999", "2"), -1);
+	CHECK_INT(lx_vcmp("999999999", "0"), 1);
+	CHECK_INT(lx_vcmp("1.2.3", "1.2.3"), 0);
+	CHECK_INT(lx_vcmp("01.2", "1.02"), 0);		/* numbers, not strings */
+	/* missing parts count as 0 */
+	CHECK_INT(lx_vcmp("1.2", "1.2.0"), 0);
+	CHECK_INT(lx_vcmp("1.2.0", "1.2"), 0);
+	CHECK_INT(lx_vcmp("1.2.0.0.0.0.0.0", "1.2"), 0);
+	CHECK_INT(lx_vcmp("0", "0.0.0.0.0.0.0.0"), 0);
+	CHECK_INT(lx_vcmp("1", "1.0.0.1"), -1);
+	CHECK_INT(lx_vcmp("1.0.0.1", "1"), 1);
+	CHECK_INT(lx_vcmp("1.2", "1.2.0.0.0.0.0.1"), -1);
+	CHECK_INT(lx_vcmp("2", "1.9.9.9"), 1);
+	CHECK_INT(lx_vcmp("1.9.9.9", "2"), -1);
+	/* exactly -1, 0 or 1, whatever the distance */
+	CHECK_INT(lx_vcmp("0", "999999999"), -1);
+	CHECK_INT(lx_vcmp("999999999.999999999", "0"), 1);
+	/* built by hand: parts past nparts are not read */
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	a.nparts = 1;
+	a.parts[0] = 3;
+	a.parts[1] = 7;				/* garbage past nparts */
+	b.nparts = 2;
+	b.parts[0] = 3;
+	b.parts[1] = 0;
+	CHECK_INT(sched_version_cmp(&a, &b), 0);
+	CHECK_INT(sched_version_cmp(&b, &a), 0);
+}
+
+#define VB(c, ...) {SCHED_VCMP_##c, {(int) (sizeof((int32_t[]) {__VA_ARGS__}) / sizeof(int32_t)), {__VA_ARGS__}}}
+
+TEST(version_range_parse)
+{
+	CHECK_RANGE(">=1.2,<2", VB(GE, 1, 2), VB(LT, 2));
+	CHECK_RANGE(" >= 1.2 , < 2 ", VB(GE, 1, 2), VB(LT, 2));
+	CHECK_RANGE("1.2", VB(EQ, 1, 2));						/* bare: = */
+	CHECK_RANGE("=1.2", VB(EQ, 1, 2));
+	CHECK_RANGE("= 1.2", VB(EQ, 1, 2));
+	CHECK_RANGE("  1.2  ", VB(EQ, 1, 2));
+	CHECK_RANGE("!=1.2", VB(NE, 1, 2));
+	CHECK_RANGE(">1", VB(GT, 1));
+	CHECK_RANGE(">=1", VB(GE, 1));
+	CHECK_RANGE("<3", VB(LT, 3));
+	CHECK_RANGE("<=3.0.1", VB(LE, 3, 0, 1));
+	CHECK_RANGE("1.2,1.3", VB(EQ, 1, 2), VB(EQ, 1, 3));
+	CHECK_RANGE("<1.2.3.4.5.6.7.8", VB(LT, 1, 2, 3, 4, 5, 6, 7, 8));
+	CHECK_RANGE(">=999999999", VB(GE, 999999999));
+	/* SCHED_MAX_VERSION_BOUNDS comparisons */
+	CHECK_INT(SCHED_MAX_VERSION_BOUNDS, 8);
+	CHECK_RANGE(">0,>=0,<9,<=9,!=5,=1,1,!=2",
+				VB(GT, 0), VB(GE, 0), VB(LT, 9), VB(LE, 9), VB(NE, 5), VB(EQ, 1), VB(EQ, 1), VB(NE, 2));
+	CHECK_RANGE("1,1,1,1,1,1,1,1", VB(EQ, 1), VB(EQ, 1), VB(EQ, 1), VB(EQ, 1), VB(EQ, 1), VB(EQ, 1),
+				VB(EQ, 1), VB(EQ, 1));
+	CHECK_NOT_RANGE(">0,>=0,<9,<=9,!=5,=1,1,!=2,<10");
+	CHECK_NOT_RANGE("1,1,1,1,1,1,1,1,1");
+
+	CHECK_NOT_RANGE("");
+	CHECK_NOT_RANGE("   ");
+	CHECK_NOT_RANGE(",");
+	CHECK_NOT_RANGE(">=1.2,");					/* trailing comma */
+	CHECK_NOT_RANGE(">=1.2, ");
+	CHECK_NOT_RANGE(",>=1.2");
+	CHECK_NOT_RANGE(">=1.2,,<2");
+	CHECK_NOT_RANGE(">=1.2 <2");					/* no comma */
+	CHECK_NOT_RANGE("=>1.2");					/* unknown operators */
+	CHECK_NOT_RANGE("~1");
+	CHECK_NOT_RANGE("^1.2");
+	CHECK_NOT_RANGE("==1");
+	CHECK_NOT_RANGE("!1");
+	CHECK_NOT_RANGE("<>1");
+	CHECK_NOT_RANGE("> =1");					/* an operator is not split */
+	CHECK_NOT_RANGE(">=");						/* no version */
+	CHECK_NOT_RANGE(">= ");
+	CHECK_NOT_RANGE("!=");
+	CHECK_NOT_RANGE(">=v1");					/* not versions */
+	CHECK_NOT_RANGE(">=1.");
+	CHECK_NOT_RANGE(">=1..2");
+	CHECK_NOT_RANGE(">=1.2-rc1");
+	CHECK_NOT_RANGE("1 .2");
+	CHECK_NOT_RANGE(">=1000000000");
+	CHECK_NOT_RANGE("<1.2.3.4.5.6.7.8.9");
+	CHECK_NOT_RANGE(">=1.2;<2");
+	CHECK_NOT_RANGE("\t>=1");					/* spaces are ' ' */
+}
+
+TEST(version_in_range)
+{
+	static const SchedVersionBound none[1] = {VB(EQ, 0)};
+
+	CHECK_INT(lx_in_range("1.5", ">=1.2,<2"), 1);
+	CHECK_INT(lx_in_range("1.2", ">=1.2,<2"), 1);		/* boundaries */
+	CHECK_INT(lx_in_range("1.2.0", ">=1.2,<2"), 1);
+	CHECK_INT(lx_in_range("1.10", ">=1.2,<2"), 1);
+	CHECK_INT(lx_in_range("1.999999999", ">=1.2,<2"), 1);
+	CHECK_INT(lx_in_range("2", ">=1.2,<2"), 0);
+	CHECK_INT(lx_in_range("2.0.0", ">=1.2,<2"), 0);
+	CHECK_INT(lx_in_range("1.1.9", ">=1.2,<2"), 0);
+	CHECK_INT(lx_in_range("1.2.0.0.1", ">1.2"), 1);
+	CHECK_INT(lx_in_range("1.2.0", ">1.2"), 0);
+	CHECK_INT(lx_in_range("1.2.0", "<=1.2"), 1);
+	CHECK_INT(lx_in_range("1.2.0.0.1", "<=1.2"), 0);
+	CHECK_INT(lx_in_range("1.2", "<1.2.0.0.1"), 1);
+	CHECK_INT(lx_in_range("1.2", "<1.2.0"), 0);
+	CHECK_INT(lx_in_range("1.2.0.0", "1.2"), 1);
+	CHECK_INT(lx_in_range("1.2.0.0", "=1.2"), 1);
+	CHECK_INT(lx_in_range("1.2.1", "1.2"), 0);
+	CHECK_INT(lx_in_range("1.2.0", "!=1.2"), 0);
+	CHECK_INT(lx_in_range("1.3", "!=1.2"), 1);
+	CHECK_INT(lx_in_range("1.3", "!=1.2,!=1.3"), 0);
+	CHECK_INT(lx_in_range("1.3", ">=1,<=1"), 0);		/* every bound */
+	CHECK_INT(lx_in_range("1", ">=1,<=1"), 1);
+	CHECK_INT(lx_in_range("3", ">1,>2,>3"), 0);
+	CHECK_INT(lx_in_range("3", ">1,>2,<4"), 1);
+	{
+		SchedVersion v = lx_v("7");
+
+		CHECK(sched_version_in_range(&v, none, 0));		/* no bound: met */
+		CHECK(!sched_version_in_range(&v, none, 1));
+	}
+}
+
+TEST(label_expr_version)
+{
+	SchedLabel	items[] = {
+		{"driver", "535.104.05"}, {"fw", "v2"}, {"os", "1.2-rc1"}, {"void", ""}, {"ten", "1.10"},
+		{"k", "1.2.0"}, {"num", "1e3"}, {"big", "1000000000"}, {"long", "1.2.3.4.5.6.7.8.9"}
+	};
+	SchedLabelSet have = fx_labels(items, 9);
+	static const SchedVersionBound r535[] = {VB(GE, 535), VB(LT, 536)};
+	static const SchedVersionBound ge536[] = {VB(GE, 536)};
+	static const SchedVersionBound ge12lt2[] = {VB(GE, 1, 2), VB(LT, 2)};
+	static const SchedVersionBound eq12[] = {VB(EQ, 1, 2)};
+	static const SchedVersionBound ne12[] = {VB(NE, 1, 2)};
+	static const SchedVersionBound ge0[] = {VB(GE, 0)};
+	static const char *const junk[] = {"fw", "os", "void", "num", "big", "long", "absent"};
+	size_t		i;
+
+	CHECK(sched_labels_sort(&have));
+	CHECK(lx_sat(lx_ver("driver", r535, 2), &have));
+	CHECK(!lx_sat(lx_ver("driver", ge536, 1), &have));
+	CHECK(lx_sat(lx_ver("ten", ge12lt2, 2), &have));		/* 1.10 > 1.2 */
+	CHECK(!lx_sat(lx_ver("ten", eq12, 1), &have));
+	CHECK(lx_sat(lx_ver("k", eq12, 1), &have));			/* 1.2.0 = 1.2 */
+	CHECK(!lx_sat(lx_ver("k", ne12, 1), &have));
+	CHECK(lx_sat(lx_ver("k", ge12lt2, 2), &have));
+	/* a value that is not a version, or no value, fails every range */
+	for (i = 0; i < sizeof junk / sizeof junk[0]; i++)
+	{
+		if (lx_sat(lx_ver(junk[i], ge0, 1), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" is a version >= 0", junk[i]);
+		if (lx_sat(lx_ver(junk[i], ne12, 1), &have))
+			t_fail(__FILE__, __LINE__, "\"%s\" is a version != 1.2", junk[i]);
+	}
+}
+
+TEST(labels_first_unmet_in_key_order)
+{
+	SchedLabel	items[] = {{"gpu", "a100"}, {"tier", "fast"}, {"zone", "eu-1"}};
+	SchedLabelSet have = fx_labels(items, 3);
+	SchedLabelSet none = fx_labels(NULL, 0);
+	static const char *const gpus[] = {"a100", "h100"};
+	static const char *const eu1[] = {"eu-1"};
+	static const char *const eu2[] = {"eu-2"};
+	static const char *const x[] = {"x"};
+	SchedLabel	req[5];
+	SchedLabel	req3[3];
+	SchedLabel	shuffled[3];
+	SchedLabelSet r = fx_labels(req, 5);
+	SchedLabelSet r3 = fx_labels(req3, 3);
+	SchedLabelSet s = fx_labels(shuffled, 3);
+
+	CHECK(sched_labels_sort(&have));
+	/* in key order: disk ok, gpu ok, rack fails, tier fails, zone fails */
+	req[0] = lx_label("disk", SCHED_LABEL_NOT_EXISTS);
+	req[1] = lx_list("gpu", SCHED_LABEL_IN, gpus, 2);
+	req[2] = lx_label("rack", SCHED_LABEL_EXISTS);
+	req[3] = lx_eq("tier", "slow");
+	req[4] = lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1);
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 2);
+	req[2] = lx_label("rack", SCHED_LABEL_NOT_EXISTS);
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 3);
+	req[3] = lx_eq("tier", "fast");
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 4);
+	req[4] = lx_list("zone", SCHED_LABEL_NOT_IN, eu2, 1);
+	CHECK_INT(sched_labels_first_unmet(&have, &r), -1);
+	req[0] = lx_label("disk", SCHED_LABEL_EXISTS);		/* only the first fails */
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 0);
+	req[0] = lx_label("disk", SCHED_LABEL_NOT_EXISTS);
+	req[1] = lx_list("gpu", SCHED_LABEL_NOT_IN, gpus, 2);	/* only the second */
+	CHECK_INT(sched_labels_first_unmet(&have, &r), 1);
+	CHECK_INT(sched_labels_first_unmet(&have, &none), -1);
+	CHECK_INT(sched_labels_first_unmet(&none, &none), -1);
+	CHECK_INT(sched_labels_first_unmet(&none, &r), 3);		/* absent: only tier = fast fails */
+
+	/* a node without labels: absent passes NOT_EXISTS and NOT_IN only */
+	req3[0] = lx_label("a", SCHED_LABEL_NOT_EXISTS);
+	req3[1] = lx_list("b", SCHED_LABEL_NOT_IN, x, 1);
+	req3[2] = lx_label("c", SCHED_LABEL_EXISTS);
+	CHECK_INT(sched_labels_first_unmet(&none, &r3), 2);
+	req3[2] = lx_num("c", SCHED_LABEL_LT, 1e308);
+	CHECK_INT(sched_labels_first_unmet(&none, &r3), 2);
+	req3[2] = lx_label("c", SCHED_LABEL_NOT_EXISTS);
+	CHECK_INT(sched_labels_first_unmet(&none, &r3), -1);
+
+	/* the index is into the sorted map: sorting keeps each key with its expression */
+	shuffled[0] = lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1);		/* fails */
+	shuffled[1] = lx_label("apple", SCHED_LABEL_EXISTS);			/* fails */
+	shuffled[2] = lx_eq("tier", "fast");
+	CHECK(sched_labels_sort(&s));
+	CHECK_STR(shuffled[0].key, "apple");
+	CHECK_INT(shuffled[0].op, SCHED_LABEL_EXISTS);
+	CHECK_INT(shuffled[2].op, SCHED_LABEL_NOT_IN);
+	CHECK(shuffled[2].values == eu1);
+	CHECK_INT(sched_labels_first_unmet(&have, &s), 0);
+	shuffled[0].op = SCHED_LABEL_NOT_EXISTS;
+	CHECK_INT(sched_labels_first_unmet(&have, &s), 2);
+}
+
+TEST(admission_label_expressions)
+{
+	SchedLabel	items[] = {{"arch", "x86_64"}, {"cores", "16"}, {"driver", "535.104.05"}, {"zone", "eu-1"}};
+	static const char *const arches[] = {"arm64", "x86_64"};
+	static const char *const arm[] = {"arm64"};
+	static const char *const us1[] = {"us-1"};
+	static const char *const eu1[] = {"eu-1"};
+	static const SchedVersionBound r535[] = {VB(GE, 535), VB(LT, 536)};
+	static const SchedVersionBound ge536[] = {VB(GE, 536)};
+	SchedLabel	all[5];
+	SchedLabel	one[1];
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedReasonSet mismatch = BIT(REQUIRED_LABELS_MISMATCH);
+	struct
+	{
+		SchedLabel	req;
+		bool		node_ok;		/* with the node's labels */
+		bool		bare_ok;		/* on a node without labels */
+	}			exprs[14];
+	int			n = 0;
+	int			i;
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.labels = fx_labels(items, 4);
+	CHECK(sched_labels_sort(&c.labels));
+	CHECK_SET(sched_admission(&p, &c), 0);
+
+	exprs[n].req = lx_eq("arch", "x86_64"), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_list("arch", SCHED_LABEL_IN, arches, 2), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_list("arch", SCHED_LABEL_IN, arm, 1), exprs[n].node_ok = false, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_list("arch", SCHED_LABEL_NOT_IN, arm, 1), exprs[n].node_ok = true, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1), exprs[n].node_ok = false, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_list("rack", SCHED_LABEL_NOT_IN, us1, 1), exprs[n].node_ok = true, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_label("zone", SCHED_LABEL_EXISTS), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_label("gpu", SCHED_LABEL_NOT_EXISTS), exprs[n].node_ok = true, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_label("zone", SCHED_LABEL_NOT_EXISTS), exprs[n].node_ok = false, exprs[n++].bare_ok = true;
+	exprs[n].req = lx_num("cores", SCHED_LABEL_GT, 8), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_num("cores", SCHED_LABEL_GT, 16), exprs[n].node_ok = false, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_num("zone", SCHED_LABEL_LT, 5), exprs[n].node_ok = false, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_ver("driver", r535, 2), exprs[n].node_ok = true, exprs[n++].bare_ok = false;
+	exprs[n].req = lx_ver("driver", ge536, 1), exprs[n].node_ok = false, exprs[n++].bare_ok = false;
+
+	/* one expression at a time: only required_labels_mismatch, exactly when it fails */
+	p.required_labels = fx_labels(one, 1);
+	for (i = 0; i < n; i++)
+	{
+		one[0] = exprs[i].req;
+		c.labels = fx_labels(items, 4);
+		if (sched_admission(&p, &c) != (exprs[i].node_ok ? 0 : mismatch))
+			t_fail(__FILE__, __LINE__, "expression %d on \"%s\": reasons 0x%x, want %s", i,
+				   one[0].key, (unsigned) sched_admission(&p, &c), exprs[i].node_ok ? "none" : "mismatch");
+		CHECK_INT(sched_labels_first_unmet(&c.labels, &p.required_labels), exprs[i].node_ok ? -1 : 0);
+		c.labels = fx_labels(NULL, 0);
+		if (sched_admission(&p, &c) != (exprs[i].bare_ok ? 0 : mismatch))
+			t_fail(__FILE__, __LINE__, "expression %d on \"%s\", no labels: reasons 0x%x, want %s", i,
+				   one[0].key, (unsigned) sched_admission(&p, &c), exprs[i].bare_ok ? "none" : "mismatch");
+	}
+
+	/* together, in key order: all pass, then each failing one alone fails the node */
+	c.labels = fx_labels(items, 4);
+	all[0] = lx_list("arch", SCHED_LABEL_IN, arches, 2);
+	all[1] = lx_num("cores", SCHED_LABEL_GT, 8);
+	all[2] = lx_ver("driver", r535, 2);
+	all[3] = lx_label("gpu", SCHED_LABEL_NOT_EXISTS);
+	all[4] = lx_list("zone", SCHED_LABEL_NOT_IN, us1, 1);
+	p.required_labels = fx_labels(all, 5);
+	CHECK_SET(sched_admission(&p, &c), 0);
+	all[1] = lx_num("cores", SCHED_LABEL_GT, 16);		/* boundary: 16 is not > 16 */
+	CHECK_SET(sched_admission(&p, &c), mismatch);
+	CHECK_INT(sched_labels_first_unmet(&c.labels, &p.required_labels), 1);
+	all[1] = lx_num("cores", SCHED_LABEL_LT, 16.5);
+	CHECK_SET(sched_admission(&p, &c), 0);
+	all[2] = lx_ver("driver", ge536, 1);
+	CHECK_SET(sched_admission(&p, &c), mismatch);
+	all[2] = lx_ver("driver", r535, 2);
+	all[4] = lx_list("zone", SCHED_LABEL_NOT_IN, eu1, 1);
+	CHECK_SET(sched_admission(&p, &c), mismatch);
+	CHECK_INT(sched_labels_first_unmet(&c.labels, &p.required_labels), 4);
+	/* with another reason: both, nothing else */
+	c.cpu_millis = 0;
+	p.min_cpu_millis = 1;
+	CHECK_SET(sched_admission(&p, &c), mismatch | BIT(INSUFFICIENT_CPU));
+	all[4] = lx_list("zone", SCHED_LABEL_NOT_IN, us1, 1);
+	CHECK_SET(sched_admission(&p, &c), BIT(INSUFFICIENT_CPU));
+}
+
+TEST(preferred_labels_stay_plain)
+{
+	SchedLabel	items[] = {{"tier", "fast"}, {"zone", "eu-1"}};
+	SchedLabel	pref[2] = {{NULL, NULL}};
+	SchedPlacement p;
+	SchedCandidate c;
+	SchedRanked r;
+
+	fx_placement(&p);
+	fx_candidate(&c, "node-a");
+	c.labels = fx_labels(items, 2);
+	/* equal values count, whatever op holds: preferences are plain labels */
+	pref[0] = lx_eq("tier", "fast");
+	pref[0].op = SCHED_LABEL_NOT_EXISTS;
+	pref[1] = lx_eq("zone", "us-1");
+	pref[1].op = SCHED_LABEL_NOT_IN;
+	p.preferred_labels = fx_labels(pref, 2);
+	CHECK_INT(sched_labels_matching(&c.labels, &p.preferred_labels), 1);
+	sched_score(&p, &c, &r);
+	CHECK_INT(r.preferred_matches, 1);
+	CHECK_SET(sched_admission(&p, &c), 0);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -2609,8 +4248,31 @@ main(int argc, char **argv)
 	RUN(verdict_add);
 	RUN(ranking_held_candidates_last);
 	RUN(score_add_running);
+	RUN(spread_term_score);
+	RUN(spread_with_add_running);
+	RUN(spread_changes_ranking);
+	RUN(preempt_all_removed_must_admit);
+	RUN(preempt_none_when_it_already_fits);
+	RUN(preempt_youngest_goes_among_equal_priorities);
+	RUN(preempt_lowest_priority_goes_first);
+	RUN(preempt_on_worker_and_off_worker_victims);
+	RUN(preempt_two_small_victims);
+	RUN(preempt_reprieve_order_is_kubernetes);
+	RUN(preemption_cmp_order);
 	RUN(labels_sort_and_get);
 	RUN(labels_sort_duplicate_key_is_false);
+	RUN(label_number_grammar);
+	RUN(label_expr_eq_in_not_in);
+	RUN(label_expr_exists);
+	RUN(label_expr_gt_lt);
+	RUN(version_parse);
+	RUN(version_cmp);
+	RUN(version_range_parse);
+	RUN(version_in_range);
+	RUN(label_expr_version);
+	RUN(labels_first_unmet_in_key_order);
+	RUN(admission_label_expressions);
+	RUN(preferred_labels_stay_plain);
 	RUN(count_reasons);
 	RUN(format_summary_exact_strings);
 	RUN(format_summary_truncation_like_snprintf);
