@@ -104,7 +104,7 @@ static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
 	"       (SELECT pg_catalog.count(*) FROM n) OPERATOR(pg_catalog.+) "\
 	"       (SELECT pg_catalog.count(*) FROM r)",\
 	15, {INT8OID, UUIDOID, UUIDOID, INT4OID, TEXTOID, TEXTOID, UUIDOID, INT8OID,\
-		INT4OID, INT8OID, INT4OID, INT8OID, TIMESTAMPTZOID, FLOAT8OID, UUIDOID}\
+		INT4OID, INT8OID, INT4OID, INT8OID, TIMESTAMPTZOID, FLOAT8OID, UUIDOID}, NULL, false, true\
 }
 static SchedStatement reservation_writes = RESERVATION_WRITES(KEY_COLUMN, KEY_VALUE);
 static SchedStatement reservation_writes_legacy = RESERVATION_WRITES(NO_KEY_COLUMN, NO_KEY_VALUE);
@@ -130,7 +130,8 @@ static SchedStatement reservation_writes_legacy = RESERVATION_WRITES(NO_KEY_COLU
 	"), w AS ( "\
 	"  UPDATE sched.worker x SET live_attempts = x.live_attempts OPERATOR(pg_catalog.+) d.n "\
 	"    FROM (SELECT p.worker_id, pg_catalog.count(*)::pg_catalog.int4 AS n FROM p GROUP BY p.worker_id) d "\
-	"   WHERE x.worker_id OPERATOR(pg_catalog.=) d.worker_id RETURNING 1 "\
+	"   WHERE x.worker_id OPERATOR(pg_catalog.=) d.worker_id "\
+	"     AND x.worker_id OPERATOR(pg_catalog.=) ANY ($7::pg_catalog.uuid[]) RETURNING 1 "\
 	"), n AS ( "\
 	"  UPDATE sched.node x SET "\
 	"         reserved_cpu_millis = x.reserved_cpu_millis OPERATOR(pg_catalog.+) d.cpu, "\
@@ -140,7 +141,8 @@ static SchedStatement reservation_writes_legacy = RESERVATION_WRITES(NO_KEY_COLU
 	"    FROM (SELECT p.node_id, pg_catalog.count(*)::pg_catalog.int4 AS n, pg_catalog.sum(p.cpu)::pg_catalog.int4 AS cpu, "\
 	"                 pg_catalog.sum(p.mem)::pg_catalog.int8 AS mem, pg_catalog.sum(p.gpus)::pg_catalog.int4 AS gpus "\
 	"            FROM p GROUP BY p.node_id) d "\
-	"   WHERE x.node_id OPERATOR(pg_catalog.=) d.node_id RETURNING 1 "\
+	"   WHERE x.node_id OPERATOR(pg_catalog.=) d.node_id "\
+	"     AND x.node_id OPERATOR(pg_catalog.=) ANY ($6::pg_catalog.text[]) RETURNING 1 "\
 	"), a AS ( "\
 	ATTEMPT_INSERT KEYCOL\
 	"  SELECT p.attempt_id, p.request_id, p.execution_id, p.step_id, p.attempt_number, p.tenant, "\
@@ -158,12 +160,13 @@ static SchedStatement reservation_writes_legacy = RESERVATION_WRITES(NO_KEY_COLU
 	"  ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING RETURNING 1 "\
 	"), r AS ( "\
 	"  UPDATE sched.request x" REQUEST_DISPATCHED("p.attempt_id", "x.tries")\
-	"    FROM p WHERE x.request_id OPERATOR(pg_catalog.=) p.request_id RETURNING 1 "\
+	"    FROM p WHERE x.request_id OPERATOR(pg_catalog.=) p.request_id "\
+	"     AND x.request_id OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[]) RETURNING 1 "\
 	") "\
 	"SELECT (SELECT pg_catalog.count(*) FROM r), (SELECT pg_catalog.count(*) FROM a)",\
 	15, {INT8ARRAYOID, UUIDARRAYOID, UUIDARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID,\
 		UUIDARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID,\
-		UUIDARRAYOID, TIMESTAMPTZOID, FLOAT8OID}\
+		UUIDARRAYOID, TIMESTAMPTZOID, FLOAT8OID}, NULL, false, true\
 }
 static SchedStatement reservation_writes_batch = RESERVATION_WRITES_BATCH(KEY_COLUMN, KEY_VALUE);
 static SchedStatement reservation_writes_batch_legacy = RESERVATION_WRITES_BATCH(NO_KEY_COLUMN, NO_KEY_VALUE);
