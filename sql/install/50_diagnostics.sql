@@ -44,6 +44,12 @@ BEGIN
         RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
             DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
     END IF;
+    -- no limit set: nothing holds a request back, and the open requests are not read
+    -- (sched.pending, queue_stats and explain join this on every call)
+    IF NOT EXISTS (SELECT 1 FROM sched.concurrency_limit) AND NOT EXISTS (SELECT 1 FROM sched.rate_limit)
+       AND NOT EXISTS (SELECT 1 FROM sched.tenant_quota) THEN
+        RETURN;
+    END IF;
     RETURN QUERY
 WITH open AS (
     SELECT r.request_id, r.concurrency_key, r.tenant, r.reserve_cpu_millis, r.reserve_memory_mb,
@@ -204,12 +210,16 @@ SELECT r.request_id,
   FROM sched.request r
   JOIN sched.pending_explanations($1) x ON x.request_id = r.request_id
   LEFT JOIN sched.limit_explanations($1) l ON l.request_id = r.request_id
-  LEFT JOIN sched.gang g ON g.gang_id = r.gang_id
-  LEFT JOIN LATERAL (
-       SELECT CASE WHEN count(*) < g.gang_size
-                   THEN format('gang_incomplete: gang %s has %s of %s members submitted', g.gang_id, count(*), g.gang_size)
-                   WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END AS reason
-         FROM sched.request m WHERE m.gang_id = g.gang_id) gx ON g.gang_id IS NOT NULL
+  -- the gangs' members counted once (not per request: most requests have no gang)
+  LEFT JOIN (SELECT g.gang_id, g.gang_size, count(m.request_id) AS members
+               FROM sched.gang g LEFT JOIN sched.request m ON m.gang_id = g.gang_id
+              WHERE g.placed_at IS NULL
+              GROUP BY g.gang_id, g.gang_size) gm ON gm.gang_id = r.gang_id
+  CROSS JOIN LATERAL (
+       SELECT CASE WHEN gm.gang_id IS NULL THEN NULL
+                   WHEN gm.members < gm.gang_size
+                   THEN format('gang_incomplete: gang %s has %s of %s members submitted', gm.gang_id, gm.members, gm.gang_size)
+                   WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END AS reason) gx
  ORDER BY r.queued_at, r.request_id;
 END
 $$;
@@ -569,6 +579,7 @@ DECLARE
     need bigint;
     biggest bigint;
     misses int := 0;
+    lines text[];
 BEGIN
     IF request_id IS NULL THEN
         RAISE EXCEPTION 'parameter "request_id" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -624,87 +635,93 @@ BEGIN
     SELECT count(*), count(*) FILTER (WHERE qr.eligible) INTO total, eligible
       FROM sched.qualification_reasons(explain.request_id, at) qr;
     out := out || ''::text || format('nodes (%s of %s eligible):', eligible, total);
-    FOR q IN SELECT * FROM sched.qualification_reasons(explain.request_id, at) ORDER BY node_id LOOP
-        out := out || format('  %-20s %s', q.node_id,
-                             CASE WHEN q.eligible THEN 'eligible, score ' || q.score
-                                  ELSE array_to_string(q.reasons, ', ') END);
-    END LOOP;
+    -- one line per node, built in one query (appending to an array in a loop copies it
+    -- at every line: quadratic in the fleet)
+    out := out || ARRAY(
+        SELECT format('  %-20s %s', x.node_id,
+                      CASE WHEN x.eligible THEN 'eligible, score ' || x.score
+                           ELSE array_to_string(x.reasons, ', ') END)
+          FROM sched.qualification_reasons(explain.request_id, at) x ORDER BY x.node_id);
 
     IF eligible > 0 THEN
         out := out || ''::text || CASE WHEN r.spread_key IS NULL
             THEN 'ranking (score = preferred x 1,000,000 + weight x 1,000 - running x 10,000):'
             ELSE format('ranking (score = preferred x 1,000,000 - spread x 100,000 + weight x 1,000 - running x 10,000; spread: live attempts of spread key %s):', r.spread_key) END;
-        FOR q IN SELECT * FROM sched.rank_candidates(r.capability, r.capability_version,
-                     r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb,
-                     r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus,
-                     r.node_id, NULL, at, r.spread_key) LOOP
-            out := out || format('  %s. %-20s %s = %s x 1,000,000%s + %s x 1,000 - %s x 10,000%s',
-                                 q.rank, q.node_id, q.score, q.preferred_matches,
-                                 CASE WHEN r.spread_key IS NULL THEN '' ELSE format(' - %s x 100,000', q.spread_matches) END,
-                                 q.weight, q.running_attempts,
-                                 CASE WHEN q.node_id = r.avoid_node_id THEN ' (avoided: the previous attempt failed there)' ELSE '' END);
-        END LOOP;
+        out := out || ARRAY(
+            SELECT format('  %s. %-20s %s = %s x 1,000,000%s + %s x 1,000 - %s x 10,000%s',
+                          x.rank, x.node_id, x.score, x.preferred_matches,
+                          CASE WHEN r.spread_key IS NULL THEN '' ELSE format(' - %s x 100,000', x.spread_matches) END,
+                          x.weight, x.running_attempts,
+                          CASE WHEN x.node_id = r.avoid_node_id THEN ' (avoided: the previous attempt failed there)' ELSE '' END)
+              FROM sched.rank_candidates(r.capability, r.capability_version,
+                       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb,
+                       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus,
+                       r.node_id, NULL, at, r.spread_key) x
+             ORDER BY x.rank);
         RETURN array_to_string(out, E'\n');
     END IF;
 
     out := out || ''::text || 'closest misses:'::text;
-    -- nodes held back by exactly one reason: the one change that would admit them
-    FOR q IN
-        SELECT qr.node_id, qr.reasons[1] AS reason, n.*, w.runtime_state, w.scheduling_status,
-               w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts AS worker_live
-          FROM sched.qualification_reasons(explain.request_id, at) qr
-          JOIN sched.node n ON n.node_id = qr.node_id
-          LEFT JOIN sched.worker w ON w.worker_id = qr.worker_id
-         WHERE cardinality(qr.reasons) = 1
-         ORDER BY qr.node_id
-    LOOP
-        misses := misses + 1;
-        out := out || ('  ' || CASE q.reason
+    -- nodes held back by exactly one reason: the one change that would admit them (one
+    -- query: appending to an array in a loop copies it at every line)
+    lines := ARRAY(
+        SELECT '  ' || CASE m.reason
             WHEN 'heartbeat_expired' THEN format('%s would qualify with a heartbeat TTL of %s s',
-                 q.node_id, ceil(extract(epoch FROM at - q.last_heartbeat)))
+                 m.node_id, ceil(extract(epoch FROM at - m.last_heartbeat)))
             WHEN 'pinned_to_other_node' THEN format('%s would qualify if the request were not pinned to %s',
-                 q.node_id, r.node_id)
+                 m.node_id, r.node_id)
             WHEN 'node_not_active' THEN format('%s would qualify if it were ACTIVE (it is %s)',
-                 q.node_id, q.management_status)
+                 m.node_id, m.management_status)
             WHEN 'capability_missing' THEN format('%s would qualify with a worker for %s',
-                 q.node_id, r.capability)
+                 m.node_id, r.capability)
             WHEN 'worker_not_ready' THEN format('%s would qualify once its worker reports READY (it is %s)',
-                 q.node_id, q.runtime_state)
+                 m.node_id, m.runtime_state)
             WHEN 'worker_not_eligible' THEN format('%s would qualify once its worker is uncordoned',
-                 q.node_id)
+                 m.node_id)
             WHEN 'capability_version_missing' THEN format('%s would qualify if its worker served version %s (it serves %s)',
-                 q.node_id, r.capability_version, array_to_string(q.capability_versions, ', '))
+                 m.node_id, r.capability_version, array_to_string(m.capability_versions, ', '))
             WHEN 'required_labels_mismatch' THEN (
-                 SELECT format('%s would qualify if its labels met %s (%s)%s', q.node_id,
+                 SELECT format('%s would qualify if its labels met %s (%s)%s', m.node_id,
                                sched.format_label_expression(f.key, f.value),
-                               CASE WHEN jsonb_typeof(q.labels -> f.key) = 'string'
-                                    THEN format('its %s is %s', f.key, q.labels -> f.key)
+                               CASE WHEN jsonb_typeof(m.labels -> f.key) = 'string'
+                                    THEN format('its %s is %s', f.key, m.labels -> f.key)
                                     ELSE format('it has no label %s', f.key) END,
                                CASE WHEN count(*) OVER () = 2 THEN ' and 1 other label expression'
                                     WHEN count(*) OVER () > 2
                                     THEN format(' and %s other label expressions', count(*) OVER () - 1)
                                     ELSE '' END)
                    FROM jsonb_each(r.required_labels) f
-                  WHERE NOT sched.labels_match(q.labels, jsonb_build_object(f.key, f.value))
+                  WHERE NOT sched.labels_match(m.labels, jsonb_build_object(f.key, f.value))
                   ORDER BY f.key COLLATE "C"
                   LIMIT 1)
             WHEN 'insufficient_cpu' THEN format('%s would qualify with %s (it has %s)',
-                 q.node_id, sched.format_amount(sched.format_cpus(greatest(r.min_cpu_millis, r.reserve_cpu_millis)), 'CPU'),
-                 sched.format_cpus(q.cpu_millis))
+                 m.node_id, sched.format_amount(sched.format_cpus(greatest(r.min_cpu_millis, r.reserve_cpu_millis)), 'CPU'),
+                 sched.format_cpus(m.cpu_millis))
             WHEN 'insufficient_memory' THEN format('%s would qualify with %s MB of memory (it has %s MB)',
-                 q.node_id, greatest(r.min_memory_mb, r.reserve_memory_mb), q.memory_mb)
+                 m.node_id, greatest(r.min_memory_mb, r.reserve_memory_mb), m.memory_mb)
             WHEN 'insufficient_gpus' THEN format('%s would qualify with %s (it has %s)',
-                 q.node_id, sched.format_amount(greatest(r.min_gpus, r.reserve_gpus)::text, 'GPU'), q.gpus)
+                 m.node_id, sched.format_amount(greatest(r.min_gpus, r.reserve_gpus)::text, 'GPU'), m.gpus)
             WHEN 'no_free_slot' THEN format('%s would qualify when one of its %s ends',
-                 q.node_id, sched.format_amount(q.worker_live::text, 'live attempt'))
+                 m.node_id, sched.format_amount(m.worker_live::text, 'live attempt'))
             WHEN 'cpu_exhausted' THEN format('%s would qualify when its free CPUs reach %s (now %s)',
-                 q.node_id, sched.format_cpus(r.reserve_cpu_millis), sched.format_cpus(q.cpu_millis - q.reserved_cpu_millis))
+                 m.node_id, sched.format_cpus(r.reserve_cpu_millis), sched.format_cpus(m.cpu_millis - m.reserved_cpu_millis))
             WHEN 'memory_exhausted' THEN format('%s would qualify when its free memory reaches %s MB (now %s MB)',
-                 q.node_id, r.reserve_memory_mb, q.memory_mb - q.reserved_memory_mb)
+                 m.node_id, r.reserve_memory_mb, m.memory_mb - m.reserved_memory_mb)
             WHEN 'gpus_exhausted' THEN format('%s would qualify when its free GPUs reach %s (now %s)',
-                 q.node_id, r.reserve_gpus, q.gpus - q.reserved_gpus)
-            ELSE format('%s: %s', q.node_id, q.reason) END);
-    END LOOP;
+                 m.node_id, r.reserve_gpus, m.gpus - m.reserved_gpus)
+            ELSE format('%s: %s', m.node_id, m.reason) END
+          FROM (SELECT qr.node_id, qr.reasons[1] AS reason, n.management_status, n.labels,
+                       n.cpu_millis, n.memory_mb, n.gpus, n.reserved_cpu_millis, n.reserved_memory_mb,
+                       n.reserved_gpus, w.runtime_state, w.scheduling_status,
+                               w.last_heartbeat, w.capability_versions, w.slots, w.live_attempts AS worker_live
+                          FROM sched.qualification_reasons(explain.request_id, at) qr
+                          JOIN sched.node n ON n.node_id = qr.node_id
+                          LEFT JOIN sched.worker w ON w.worker_id = qr.worker_id
+                         WHERE cardinality(qr.reasons) = 1
+                         ORDER BY qr.node_id) m
+         ORDER BY m.node_id);
+    misses := misses + cardinality(lines);
+    out := out || lines;
 
     -- requirements no node of the fleet meets at all
     need := greatest(r.min_cpu_millis, r.reserve_cpu_millis);
