@@ -93,6 +93,12 @@ extern void sched_write_reservation(const SchedReservationWrite *r, TimestampTz 
 extern void sched_hold_reservation(const pg_uuid_t *worker_id, const char *node_id,
 								   int32 reserve_cpu_millis, int64 reserve_memory_mb,
 								   int32 reserve_gpus);
+/* Releases the hold of request request_id (its worker slot and node resources) and
+ * clears request.held_*: what a hold took, given back exactly once.  The caller holds
+ * the request row and the pair's rows. */
+extern void sched_release_hold_reservation(int64 request_id, const pg_uuid_t *worker_id,
+										   const char *node_id, int32 reserve_cpu_millis,
+										   int64 reserve_memory_mb, int32 reserve_gpus);
 /* Releases an ended attempt's reservation (worker slot, node resources). */
 extern void sched_release_reservation(const pg_uuid_t *worker_id, const char *node_id,
 									  int32 reserve_cpu_millis, int64 reserve_memory_mb,

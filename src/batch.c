@@ -293,6 +293,24 @@ sched_release_reservation(const pg_uuid_t *worker_id, const char *node_id,
 	adjust_reservation(worker_id, node_id, -1, reserve_cpu_millis, reserve_memory_mb, reserve_gpus);
 }
 
+static SchedStatement hold_cleared = {
+	"UPDATE sched.request SET held_node_id = NULL, held_worker_id = NULL, held_until = NULL "
+	" WHERE request_id OPERATOR(pg_catalog.=) $1",
+	1, {INT8OID}
+};
+
+void
+sched_release_hold_reservation(int64 request_id, const pg_uuid_t *worker_id,
+							   const char *node_id, int32 reserve_cpu_millis,
+							   int64 reserve_memory_mb, int32 reserve_gpus)
+{
+	Datum		v[1];
+
+	adjust_reservation(worker_id, node_id, -1, reserve_cpu_millis, reserve_memory_mb, reserve_gpus);
+	v[0] = Int64GetDatum(request_id);
+	sched_spi_exec(&hold_cleared, v, NULL, false, 0, SPI_OK_UPDATE);
+}
+
 void
 sched_hold_reservation(const pg_uuid_t *worker_id, const char *node_id,
 					   int32 reserve_cpu_millis, int64 reserve_memory_mb, int32 reserve_gpus)

@@ -103,11 +103,6 @@ static SchedStatement holds_ended = {
 	1, {TIMESTAMPTZOID}
 };
 
-static SchedStatement hold_cleared = {
-	"UPDATE sched.request SET held_node_id = NULL, held_worker_id = NULL, held_until = NULL "
-	" WHERE request_id OPERATOR(pg_catalog.=) $1",
-	1, {INT8OID}
-};
 
 /* live attempts whose lease expired, oldest first; a concurrent finish holds its own */
 static SchedStatement attempts_expired = {
@@ -773,9 +768,7 @@ release_ended_holds(TimestampTz at)
 		sched_spi_exec(&pair_lock_skip, w, NULL, false, 0, SPI_OK_SELECT);
 		if (SPI_processed == 0)
 			continue;			/* a dispatch holds the pair: next time */
-		sched_release_reservation(&workers[i], nodes[i], cpu[i], mem[i], gpus[i]);
-		w[0] = Int64GetDatum(ids[i]);
-		sched_spi_exec(&hold_cleared, w, NULL, false, 0, SPI_OK_UPDATE);
+		sched_release_hold_reservation(ids[i], &workers[i], nodes[i], cpu[i], mem[i], gpus[i]);
 		released++;
 	}
 	return released;

@@ -55,11 +55,6 @@ static SchedStatement hold_recorded = {
 	4, {INT8OID, TEXTOID, UUIDOID, TIMESTAMPTZOID}
 };
 
-static SchedStatement hold_cleared = {
-	"UPDATE sched.request SET held_node_id = NULL, held_worker_id = NULL, held_until = NULL "
-	" WHERE request_id OPERATOR(pg_catalog.=) $1",
-	1, {INT8OID}
-};
 
 static SchedStatement preempting_milestone = {
 	"SELECT sched._milestone(r.execution_id, "
@@ -167,10 +162,6 @@ sched_preempt_for(const SchedRequestRow *req, const SchedPlacementArgs *args, Ti
 	int			k;
 	Datum		v[6];
 	PreemptTry	t = {0};
-	SchedFleetRow fresh;
-	TimestampTz held_until;
-	Datum	   *vrequests;
-	int			nv = 0;
 
 	if (!sched_preemption)
 		return NULL;
@@ -283,20 +274,16 @@ sched_preempt_for(const SchedRequestRow *req, const SchedPlacementArgs *args, Ti
 	t.vrequests = palloc(sizeof(Datum) * best_count);
 	if (!sched_in_subxact(take_room, &t))
 		return NULL;
-	nv = t.nv;
-	vrequests = t.vrequests;
-	fresh = t.fresh;
-	held_until = t.held_until;
 
 	{
 		StringInfoData s;
 
 		initStringInfo(&s);
 		appendStringInfo(&s, "preempting: %d attempt%s of lower priority ended on node %s (request%s",
-						 nv, nv == 1 ? "" : "s", fresh.c.node_id, nv == 1 ? "" : "s");
-		for (k = 0; k < nv; k++)
-			appendStringInfo(&s, "%s " INT64_FORMAT, k == 0 ? "" : ",", DatumGetInt64(vrequests[k]));
-		v[0] = TimestampTzGetDatum(held_until);
+						 t.nv, t.nv == 1 ? "" : "s", t.fresh.c.node_id, t.nv == 1 ? "" : "s");
+		for (k = 0; k < t.nv; k++)
+			appendStringInfo(&s, "%s " INT64_FORMAT, k == 0 ? "" : ",", DatumGetInt64(t.vrequests[k]));
+		v[0] = TimestampTzGetDatum(t.held_until);
 		sched_spi_exec(&utc_text, v, NULL, true, 1, SPI_OK_SELECT);
 		appendStringInfo(&s, "); the room is held for this request until %s UTC",
 						 sched_spi_text(0, 1));
@@ -308,16 +295,13 @@ bool
 sched_release_hold(const SchedRequestRow *req, const SchedPlacementArgs *args)
 {
 	SchedFleetRow row;
-	Datum		v[1];
 
 	if (req->held_node_id == NULL)
 		return true;
 	if (!sched_fleet_lock_pair((pg_uuid_t *) &req->held_worker_id, true, &row))
 		return false;
-	sched_release_reservation(&req->held_worker_id, req->held_node_id,
-							  (int32) args->p.reserve_cpu_millis, args->p.reserve_memory_mb,
-							  (int32) args->p.reserve_gpus);
-	v[0] = Int64GetDatum(req->request_id);
-	sched_spi_exec(&hold_cleared, v, NULL, false, 0, SPI_OK_UPDATE);
+	sched_release_hold_reservation(req->request_id, &req->held_worker_id, req->held_node_id,
+								   (int32) args->p.reserve_cpu_millis, args->p.reserve_memory_mb,
+								   (int32) args->p.reserve_gpus);
 	return true;
 }

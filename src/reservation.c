@@ -363,6 +363,26 @@ lock_and_recheck(const SchedPlacementArgs *args, const SchedFleetRow *seen,
 	return ok;
 }
 
+/* When a request that fits nowhere (a static reason) after `tries` tries is tried again:
+ * 1 s doubling per try, at most sched.unschedulable_backoff_max. */
+static TimestampTz
+unschedulable_retry_at(int32 tries, TimestampTz at)
+{
+	int64		backoff_s = sched_unschedulable_backoff_max_s;
+
+	if (tries < 30)
+		backoff_s = Min((int64) 1 << tries, backoff_s);
+	return at + backoff_s * USECS_PER_SEC;
+}
+
+/* Whether an execution in this status takes more work (a closed one does not). */
+static bool
+execution_takes_work(const char *status)
+{
+	return strcmp(status, "CREATED") == 0 || strcmp(status, "QUEUED") == 0 ||
+		strcmp(status, "RUNNING") == 0;
+}
+
 /*
  * Leaves the request queued after no pair could be reserved, judged on a fresh snapshot:
  *   - no eligible node, and some node refuses it only for transient reasons (no_free_slot,
@@ -408,11 +428,7 @@ leave_queued(const SchedRequestRow *req, const SchedPlacementArgs *args, int con
 	}
 	else if (verdict == SCHED_VERDICT_STATIC)
 	{
-		int64		backoff_s = sched_unschedulable_backoff_max_s;
-
-		if (req->tries < 30)
-			backoff_s = Min((int64) 1 << req->tries, backoff_s);
-		next = args->at + backoff_s * USECS_PER_SEC;
+		next = unschedulable_retry_at(req->tries, args->at);
 		tries_added = 1;
 		res->waits = SCHED_WAIT_STATIC;
 	}
@@ -700,18 +716,11 @@ typedef struct GangMember
 
 /* Leaves the members held (ids) waiting with reason; a static reason backs them off. */
 static void
-gang_leave(const SchedGang *g, const int64 *ids, int n, const SchedRequestRow *met,
-		   char *reason, bool is_static, TimestampTz at, TimestampTz not_before,
-		   SchedDispatchResult *res)
+gang_leave(const int64 *ids, int n, const SchedRequestRow *met, char *reason, bool is_static,
+		   TimestampTz at, TimestampTz not_before, SchedDispatchResult *res)
 {
 	if (is_static)
-	{
-		int64		backoff_s = sched_unschedulable_backoff_max_s;
-
-		if (met->tries < 30)
-			backoff_s = Min((int64) 1 << met->tries, backoff_s);
-		not_before = Max(not_before, at + backoff_s * USECS_PER_SEC);
-	}
+		not_before = Max(not_before, unschedulable_retry_at(met->tries, at));
 	sched_gang_leave(ids, n, reason, is_static ? 1 : 0, not_before);
 	res->waits = SCHED_WAIT_GANG;
 	set_outcome(res, "UNSCHEDULABLE", reason);
@@ -801,14 +810,6 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 	char	   *waiting = NULL;
 	bool		waiting_static = false;
 	TimestampTz not_before = DT_NOBEGIN;
-	SchedDispatchResult *results;
-	char	  **taken;
-	int			ntaken = 0;
-	int			placed = 0;
-	int			first_failed = -1;
-	char	   *failed_detail = NULL;
-	bool		failed_static = false;
-	bool		contention = false;
 	GangTry		try = {0};
 	int			k;
 
@@ -874,8 +875,7 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 		/* 3. what keeps the gang from being tried */
 		if (waiting != NULL)
 			continue;
-		if (strcmp(status, "CREATED") != 0 && strcmp(status, "QUEUED") != 0 &&
-			strcmp(status, "RUNNING") != 0)
+		if (!execution_takes_work(status))
 		{
 			waiting = psprintf("member request " INT64_FORMAT " is in execution %s, which is %s",
 							   x->req.request_id, sched_uuid_out(&x->req.execution_id), status);
@@ -899,7 +899,7 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 	}
 	if (g.nmembers < g.size)
 	{
-		gang_leave(&g, held, nheld, met,
+		gang_leave(held, nheld, met,
 				   psprintf("gang_incomplete: gang %s has %d of %d members submitted",
 							gang, g.nmembers, g.size),
 				   false, at, DT_NOBEGIN, res);
@@ -907,7 +907,7 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 	}
 	if (waiting != NULL)
 	{
-		gang_leave(&g, held, nheld, met,
+		gang_leave(held, nheld, met,
 				   psprintf("gang_incomplete: gang %s cannot be placed: %s", gang, waiting),
 				   waiting_static, at, not_before, res);
 		return true;
@@ -915,23 +915,15 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 
 	/* 4. every member, in one subtransaction; the batch's placements are written first */
 	sched_batch_flush(cache);
-	results = palloc0(sizeof(SchedDispatchResult) * g.nmembers);
-	taken = palloc(sizeof(char *) * g.nmembers);
 	try.g = &g;
 	try.m = m;
 	try.at = at;
-	try.results = results;
-	try.taken = taken;
-	(void) sched_in_subxact(place_members, &try);
-	placed = try.placed;
-	ntaken = try.ntaken;
-	first_failed = try.first_failed;
-	failed_detail = try.failed_detail;
-	failed_static = try.failed_static;
-	contention = try.contention;
-
-	if (placed == g.nmembers)
+	try.results = palloc0(sizeof(SchedDispatchResult) * g.nmembers);
+	try.taken = palloc(sizeof(char *) * g.nmembers);
+	if (sched_in_subxact(place_members, &try))
 	{
+		SchedDispatchResult *results = try.results;
+
 		/* 5. the whole gang (the subtransaction was kept) */
 		sched_gang_mark_placed(&g, at);
 		sched_batch_forget_fleets(cache);	/* its members were placed without it */
@@ -952,15 +944,16 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 	}
 
 	/* 5. not whole: nothing of it stayed (the pairs it published in flight go too) */
-	for (k = 0; k < ntaken; k++)
-		sched_inflight_remove(sched_node_hash(taken[k]));
+	for (k = 0; k < try.ntaken; k++)
+		sched_inflight_remove(sched_node_hash(try.taken[k]));
 	sched_batch_forget_fleets(cache);
-	if (contention)
+	if (try.contention)
 		return busy(from_queue, res);
-	gang_leave(&g, held, nheld, met,
+	gang_leave(held, nheld, met,
 			   psprintf("gang_incomplete: gang %s %d/%d placeable; request " INT64_FORMAT ": %s",
-						gang, placed, g.nmembers, m[first_failed].req.request_id, failed_detail),
-			   failed_static, at, DT_NOBEGIN, res);
+						gang, try.placed, g.nmembers, m[try.first_failed].req.request_id,
+						try.failed_detail),
+			   try.failed_static, at, DT_NOBEGIN, res);
 	return true;
 }
 
@@ -1055,8 +1048,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	if (SPI_processed == 0)
 		return busy(from_queue, res);	/* locked by cancel/complete (it exists: submit made it) */
 	status = sched_spi_text(0, 1);
-	if (strcmp(status, "CREATED") != 0 && strcmp(status, "QUEUED") != 0 &&
-		strcmp(status, "RUNNING") != 0)
+	if (!execution_takes_work(status))
 	{
 		/* a closed execution dispatches nothing more: its open request is cancelled */
 		if (strcmp(req.state, "DISPATCHED") != 0)
