@@ -24,6 +24,10 @@ typedef struct SchedStatement
 	bool		generic_plan;	/* never plan for the values (CURSOR_OPT_GENERIC_PLAN):
 								 * for statements whose values the planner would only
 								 * look at to arrive at the same plan */
+	bool		keyed;			/* reaches its rows by key: planned (and planned again)
+								 * without sequential scans, so that a plan made while
+								 * a table was small, and kept, still reaches one row
+								 * through its index once the table has grown */
 } SchedStatement;
 
 /* The kept plan of a statement, prepared on first use. */

@@ -251,7 +251,8 @@ sched_batch_count_pending(const SchedBatch *cache, SchedFleetRow *row)
 static SchedStatement adjust_worker = {
 	"UPDATE sched.worker w SET live_attempts = w.live_attempts OPERATOR(pg_catalog.+) $2 "
 	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
-	2, {UUIDOID, INT4OID}
+	2, {UUIDOID, INT4OID},
+	.keyed = true
 };
 
 static SchedStatement adjust_node = {
@@ -261,7 +262,8 @@ static SchedStatement adjust_node = {
 	"       reserved_gpus = n.reserved_gpus OPERATOR(pg_catalog.+) $4, "
 	"       live_attempts = n.live_attempts OPERATOR(pg_catalog.+) $5 "
 	" WHERE n.node_id OPERATOR(pg_catalog.=) $1",
-	5, {TEXTOID, INT4OID, INT8OID, INT4OID, INT4OID}
+	5, {TEXTOID, INT4OID, INT8OID, INT4OID, INT4OID},
+	.keyed = true
 };
 
 static void
@@ -296,7 +298,8 @@ sched_release_reservation(const pg_uuid_t *worker_id, const char *node_id,
 static SchedStatement hold_cleared = {
 	"UPDATE sched.request SET held_node_id = NULL, held_worker_id = NULL, held_until = NULL "
 	" WHERE request_id OPERATOR(pg_catalog.=) $1",
-	1, {INT8OID}
+	1, {INT8OID},
+	.keyed = true
 };
 
 void

@@ -188,7 +188,8 @@ static SchedStatement request_claim = {
 	"   AND e.execution_id OPERATOR(pg_catalog.=) r.execution_id "
 	"   AND e.status OPERATOR(pg_catalog.=) ANY ('{CREATED,QUEUED,RUNNING}'::pg_catalog.text[]) "
 	"RETURNING r.tenant",
-	3, {INT8OID, UUIDOID, TIMESTAMPTZOID}
+	3, {INT8OID, UUIDOID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 typedef struct QueueTenant

@@ -14,6 +14,7 @@
 
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 SPIPlanPtr
 sched_spi_plan(SchedStatement *stmt)
@@ -53,8 +54,22 @@ execute(SchedStatement *stmt, Datum *values, const char *nulls, Snapshot snapsho
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
 	}
-	rc = SPI_execute_snapshot(stmt->plan, values, nulls, snapshot, InvalidSnapshot,
-							  read_only, true, count);
+	if (stmt->keyed)
+	{
+		/* the plan is made, or made again after an invalidation, while this runs:
+		 * seq scans are off for that (restored at the end, or by the abort of the
+		 * (sub)transaction on error) */
+		int			nestlevel = NewGUCNestLevel();
+
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		rc = SPI_execute_snapshot(stmt->plan, values, nulls, snapshot, InvalidSnapshot,
+								  read_only, true, count);
+		AtEOXact_GUC(true, nestlevel);
+	}
+	else
+		rc = SPI_execute_snapshot(stmt->plan, values, nulls, snapshot, InvalidSnapshot,
+								  read_only, true, count);
 	/* SPI returns in its procedure context, which lives until SPI_finish: a loop that
 	 * allocates per iteration in a context it resets would leak into it */
 	MemoryContextSwitchTo(caller);

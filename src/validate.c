@@ -609,12 +609,12 @@ enum
 	"       r.priority, r.preemptible, r.held_node_id, r.held_worker_id, r.held_until " \
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 
-static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}};
-static SchedStatement request_lock = {REQUEST_COLUMNS " FOR UPDATE OF r", 1, {INT8OID}};
-static SchedStatement request_lock_skip = {REQUEST_COLUMNS " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}};
-static SchedStatement request_read_0_2 = {REQUEST_COLUMNS_0_2, 1, {INT8OID}};
-static SchedStatement request_lock_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r", 1, {INT8OID}};
-static SchedStatement request_lock_skip_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}};
+static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}, .keyed = true};
+static SchedStatement request_lock = {REQUEST_COLUMNS " FOR UPDATE OF r", 1, {INT8OID}, .keyed = true};
+static SchedStatement request_lock_skip = {REQUEST_COLUMNS " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}, .keyed = true};
+static SchedStatement request_read_0_2 = {REQUEST_COLUMNS_0_2, 1, {INT8OID}, .keyed = true};
+static SchedStatement request_lock_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r", 1, {INT8OID}, .keyed = true};
+static SchedStatement request_lock_skip_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}, .keyed = true};
 
 bool
 sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
