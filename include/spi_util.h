@@ -25,13 +25,16 @@ typedef struct SchedStatement
 								 * for statements whose values the planner would only
 								 * look at to arrive at the same plan */
 	bool		keyed;			/* reaches its rows by key: planned (and planned again)
-								 * without sequential scans, so that a plan made while
-								 * a table was small, and kept, still reaches one row
-								 * through its index once the table has grown */
+								 * without sequential scans (spi_util.c) */
 } SchedStatement;
 
 /* The kept plan of a statement, prepared on first use. */
 extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
+
+/* A cursor on a kept statement, planned and started with the settings every statement
+ * of pg_sched runs with (spi_util.c); fails loudly when SPI cannot open it. */
+extern Portal sched_spi_cursor_open(SchedStatement *stmt, Datum *values, const char *nulls,
+									bool read_only);
 
 /* Runs a kept statement; fails loudly unless SPI returns `expected`.  Returns in the
  * caller's memory context (SPI itself returns in its procedure context). */

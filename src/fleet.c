@@ -188,11 +188,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 	fleet->count = 0;
 	fleet->busy_count = 0;
 	fleet->rows = palloc(sizeof(SchedFleetRow) * allocated);
-	portal = SPI_cursor_open(NULL, sched_spi_plan(stmt), &arg, NULL,
-							 !(flags & SCHED_FLEET_FRESH));
-	if (portal == NULL)
-		elog(ERROR, "pg_sched: could not open the fleet cursor (%s)",
-			 SPI_result_code_string(SPI_result));
+	portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
 	for (;;)
 	{
 		uint64		i;

@@ -1223,10 +1223,7 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	v[0] = TimestampTzGetDatum(at);
-	portal = SPI_cursor_open(NULL, sched_spi_plan(&attempts_expired), v, NULL, false);
-	if (portal == NULL)
-		elog(ERROR, "pg_sched: could not open the expired attempts cursor (%s)",
-			 SPI_result_code_string(SPI_result));
+	portal = sched_spi_cursor_open(&attempts_expired, v, NULL, false);
 	for (;;)
 	{
 		AttemptRow	a;

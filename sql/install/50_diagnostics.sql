@@ -26,6 +26,18 @@ RETURNS TABLE (request_id bigint, explanation text, blocked text)
 AS 'MODULE_PATHNAME', 'sched_pending_explanations'
 LANGUAGE C STABLE;
 
+/* (explanation, blocked) of one request with these admission parameters, as
+ * pending_explanations computes it (src/diagnostics.c): the view sched.pending calls it
+ * once per row it returns, each distinct shape evaluated once per query, so reading the
+ * first rows of the view costs the shapes of those rows, not the whole queue. */
+CREATE OR REPLACE FUNCTION sched.pending_explanation(
+    capability text, capability_version text, required_labels jsonb, min_cpu_millis int,
+    min_memory_mb bigint, min_gpus int, reserve_cpu_millis int, reserve_memory_mb bigint,
+    reserve_gpus int, node_id text, at timestamptz, OUT explanation text, OUT blocked text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'sched_pending_explanation'
+LANGUAGE C STABLE;
+
 /* The queue-level limit that holds each open request back now (issue 14, the same rules
  * and words as the check in src/queue_limits.c): its key's concurrency limit, its key's
  * rate limit, or its tenant's quota, the first that is reached; when it clears (a rate
@@ -116,6 +128,14 @@ SELECT o.request_id, k.kind, k.reason, k.clears_at, k.clears
 END
 $$;
 
+/* The reason limit_explanations(at) gives for one request, or NULL (src/diagnostics.c):
+ * limit_explanations runs once per query, each row of the view sched.pending looks its
+ * request up. */
+CREATE OR REPLACE FUNCTION sched.limit_reason(request_id bigint, at timestamptz)
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_limit_reason'
+LANGUAGE C STABLE;
+
 /*
  * Each view below is a thin wrapper over a function of the same name taking `at` (the
  * time the answer is computed for), so tests and reports can pass a fixed time:
@@ -168,6 +188,10 @@ $$;
 CREATE OR REPLACE VIEW sched.node_overview AS SELECT * FROM sched.node_overview(now());
 COMMENT ON VIEW sched.node_overview IS 'One row per node: status, workers, heartbeat age, capacity / reserved / free, slots.';
 
+/* sched.pending(at): the view sched.pending at another time.  Its query is the view's,
+ * word for word but for the time (the regress test diagnostics compares the two); a
+ * PL/pgSQL function returns all its rows at once, so an operator reads the view, which
+ * computes only the rows read (`SELECT * FROM sched.pending LIMIT 100`). */
 CREATE OR REPLACE FUNCTION sched.pending(at timestamptz)
 RETURNS TABLE (request_id bigint, tenant text, capability text, priority int,
                effective_priority numeric, waited interval, tries int, next_try_at timestamptz,
@@ -186,44 +210,106 @@ BEGIN
     END IF;
     RETURN QUERY
 SELECT r.request_id,
-       r.tenant,
-       r.capability || '@' || r.capability_version,
+       r.tenant::text COLLATE pg_catalog."default" AS tenant,
+       r.capability || '@' || r.capability_version AS capability,
        r.priority,
        round((r.priority + greatest(extract(epoch FROM $1 - r.queued_at), 0)
-                          / sched.setting_seconds('sched.aging_interval'))::numeric, 2),
-       date_trunc('second', greatest($1 - r.queued_at, interval '0')),
+                          / sched.setting_seconds('sched.aging_interval'))::numeric, 2) AS effective_priority,
+       date_trunc('second', greatest($1 - r.queued_at, interval '0')) AS waited,
        r.tries,
-       greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END),
+       greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
        r.state,
        -- a reached limit first (it holds the request back whatever the fleet), then its
        -- gang (members missing, or what its last try found), then the fleet
-       concat_ws('; ', l.reason, gx.reason,
+       concat_ws('; ', x.limit_reason, gx.reason,
                  CASE WHEN r.held_node_id IS NOT NULL THEN
                       format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
                              r.held_node_id, r.held_until) END,
-                 x.explanation),
+                 x.explanation) AS explanation,
        CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
-            WHEN (l.reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
-            ELSE x.blocked END,
-       r.node_id,
+            WHEN (x.limit_reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
+            ELSE x.blocked END AS blocked,
+       r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
        r.last_reason
   FROM sched.request r
-  JOIN sched.pending_explanations($1) x ON x.request_id = r.request_id
-  LEFT JOIN sched.limit_explanations($1) l ON l.request_id = r.request_id
-  -- the gangs' members counted once (not per request: most requests have no gang)
-  LEFT JOIN (SELECT g.gang_id, g.gang_size, count(m.request_id) AS members
-               FROM sched.gang g LEFT JOIN sched.request m ON m.gang_id = g.gang_id
-              WHERE g.placed_at IS NULL
-              GROUP BY g.gang_id, g.gang_size) gm ON gm.gang_id = r.gang_id
+  -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
+  -- written to a tuplestore and read back, and a join to limit_explanations may be
+  -- planned as a call of it for each request)
   CROSS JOIN LATERAL (
-       SELECT CASE WHEN gm.gang_id IS NULL THEN NULL
-                   WHEN gm.members < gm.gang_size
-                   THEN format('gang_incomplete: gang %s has %s of %s members submitted', gm.gang_id, gm.members, gm.gang_size)
-                   WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END AS reason) gx
+       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason
+         FROM (SELECT sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
+                                                r.min_cpu_millis, r.min_memory_mb, r.min_gpus,
+                                                r.reserve_cpu_millis, r.reserve_memory_mb,
+                                                r.reserve_gpus, r.node_id, $1) AS v,
+                      sched.limit_reason(r.request_id, $1) AS limit_reason
+               OFFSET 0) e) x
+  -- its gang, if it has one not placed yet (a request without gang looks nothing up):
+  -- members missing, or what its last try found
+  CROSS JOIN LATERAL (
+       SELECT CASE WHEN r.gang_id IS NOT NULL THEN
+                   (SELECT CASE WHEN m.members < g.gang_size
+                                THEN format('gang_incomplete: gang %s has %s of %s members submitted',
+                                            g.gang_id, m.members, g.gang_size)
+                                WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END
+                      FROM sched.gang g
+                      CROSS JOIN LATERAL (SELECT count(*) AS members FROM sched.request q
+                                           WHERE q.gang_id = g.gang_id) m
+                     WHERE g.gang_id = r.gang_id AND g.placed_at IS NULL) END AS reason) gx
+ WHERE r.state IN ('PENDING', 'CLAIMED')
  ORDER BY r.queued_at, r.request_id;
 END
 $$;
-CREATE OR REPLACE VIEW sched.pending AS SELECT * FROM sched.pending(now());
+/* One row per open request, oldest first, each explained as it is read (see above); the
+ * caller's privileges apply to the tables it reads, as in the functions. */
+CREATE OR REPLACE VIEW sched.pending WITH (security_invoker = true) AS
+SELECT r.request_id,
+       r.tenant::text COLLATE pg_catalog."default" AS tenant,
+       r.capability || '@' || r.capability_version AS capability,
+       r.priority,
+       round((r.priority + greatest(extract(epoch FROM now() - r.queued_at), 0)
+                          / sched.setting_seconds('sched.aging_interval'))::numeric, 2) AS effective_priority,
+       date_trunc('second', greatest(now() - r.queued_at, interval '0')) AS waited,
+       r.tries,
+       greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
+       r.state,
+       -- a reached limit first (it holds the request back whatever the fleet), then its
+       -- gang (members missing, or what its last try found), then the fleet
+       concat_ws('; ', x.limit_reason, gx.reason,
+                 CASE WHEN r.held_node_id IS NOT NULL THEN
+                      format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
+                             r.held_node_id, r.held_until) END,
+                 x.explanation) AS explanation,
+       CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
+            WHEN (x.limit_reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
+            ELSE x.blocked END AS blocked,
+       r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
+       r.last_reason
+  FROM sched.request r
+  -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
+  -- written to a tuplestore and read back, and a join to limit_explanations may be
+  -- planned as a call of it for each request)
+  CROSS JOIN LATERAL (
+       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason
+         FROM (SELECT sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
+                                                r.min_cpu_millis, r.min_memory_mb, r.min_gpus,
+                                                r.reserve_cpu_millis, r.reserve_memory_mb,
+                                                r.reserve_gpus, r.node_id, now()) AS v,
+                      sched.limit_reason(r.request_id, now()) AS limit_reason
+               OFFSET 0) e) x
+  -- its gang, if it has one not placed yet (a request without gang looks nothing up):
+  -- members missing, or what its last try found
+  CROSS JOIN LATERAL (
+       SELECT CASE WHEN r.gang_id IS NOT NULL THEN
+                   (SELECT CASE WHEN m.members < g.gang_size
+                                THEN format('gang_incomplete: gang %s has %s of %s members submitted',
+                                            g.gang_id, m.members, g.gang_size)
+                                WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END
+                      FROM sched.gang g
+                      CROSS JOIN LATERAL (SELECT count(*) AS members FROM sched.request q
+                                           WHERE q.gang_id = g.gang_id) m
+                     WHERE g.gang_id = r.gang_id AND g.placed_at IS NULL) END AS reason) gx
+ WHERE r.state IN ('PENDING', 'CLAIMED')
+ ORDER BY r.queued_at, r.request_id;
 COMMENT ON VIEW sched.pending IS 'One row per pending or claimed request, with a live explanation of why it waits.';
 
 CREATE OR REPLACE FUNCTION sched.queue_stats(at timestamptz)
