@@ -37,11 +37,6 @@ enum
 	PS_RES_MEM, PS_RES_GPUS, PS_NODE_ID, PS_COUNT
 };
 
-static const char *const ps_names[PS_COUNT] = {
-	"capability", "capability_version", "required_labels", "min_cpu_millis", "min_memory_mb",
-	"min_gpus", "reserve_cpu_millis", "reserve_memory_mb", "reserve_gpus", "node_id"
-};
-
 /* every open request with the parameters admission depends on */
 static SchedStatement pending_requests = {
 	"SELECT r.request_id, r.capability, r.capability_version, r.required_labels, "
@@ -207,13 +202,19 @@ fleet_of(List **fleets, const char *capability)
 	return &cf->fleet;
 }
 
-/* Evaluates one shape (its parameters in v/n) over its capability's fleet (SPI connected). */
+/* Evaluates one shape over its capability's fleet (SPI connected). */
+static void
+evaluate_placement(const SchedPlacementArgs *args, List **fleets, ShapeEntry *e)
+{
+	summarize(&args->p, fleet_of(fleets, args->p.capability), e);
+}
+
+/* Evaluates one shape (its parameters in v/n, from a request row) (SPI connected). */
 static void
 evaluate_shape(const Datum *v, const bool *n, TimestampTz at, List **fleets, ShapeEntry *e)
 {
 	SchedPlacementArgs args;
 	SchedPlacement *p = &args.p;
-	SchedFleet *fleet;
 
 	memset(&args, 0, sizeof(args));
 	p->capability = TextDatumGetCString(v[PS_CAPABILITY]);
@@ -228,9 +229,7 @@ evaluate_shape(const Datum *v, const bool *n, TimestampTz at, List **fleets, Sha
 	p->reserve_gpus = DatumGetInt32(v[PS_RES_GPUS]);
 	p->pin_node_id = n[PS_NODE_ID] ? NULL : TextDatumGetCString(v[PS_NODE_ID]);
 	sched_placement_set_clock(&args, at, NULL);
-
-	fleet = fleet_of(fleets, p->capability);
-	summarize(p, fleet, e);
+	evaluate_placement(&args, fleets, e);
 }
 
 /* sched.pending_explanations(at) → (request_id, explanation, blocked) per open request */
@@ -330,16 +329,14 @@ sched_pending_explanation(PG_FUNCTION_ARGS)
 	bool		found;
 	int			i;
 
+	/* (the arguments are checked below, once per shape: equal keys, equal arguments) */
 	for (i = 0; i < PS_COUNT; i++)
 	{
-		if (i != PS_NODE_ID)
-			sched_check_not_null(fcinfo, i, ps_names[i]);
 		n[i] = PG_ARGISNULL(i);
 		v[i] = n[i] ? (Datum) 0 : PG_GETARG_DATUM(i);
 	}
 	sched_check_not_null(fcinfo, PS_COUNT, "at");
 	at = PG_GETARG_TIMESTAMPTZ(PS_COUNT);
-	sched_check_time(at, "at");
 
 	MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 	if (c == NULL || c->at != at)
@@ -358,11 +355,14 @@ sched_pending_explanation(PG_FUNCTION_ARGS)
 	e = lookup_shape(&c->shapes, c->key.data, c->key.len, &found);
 	if (!found)
 	{
+		SchedPlacementArgs args;
+
 		/* (an error here ends the query, and this cache with its memory) */
+		sched_placement_from_pending_args(fcinfo, &args);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_sched: SPI_connect failed");
 		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		evaluate_shape(v, n, at, &c->fleets, e);
+		evaluate_placement(&args, &c->fleets, e);
 		SPI_finish();
 	}
 	MemoryContextSwitchTo(caller);

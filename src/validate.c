@@ -578,6 +578,38 @@ sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
 	}
 }
 
+void
+sched_placement_from_pending_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
+{
+	SchedPlacement *p = &out->p;
+
+	memset(out, 0, sizeof(*out));
+	p->capability = required_text(fcinfo, 0, "capability");
+	p->capability_version = required_text(fcinfo, 1, "capability_version");
+	sched_check_not_null(fcinfo, 2, "required_labels");
+	sched_required_labels_from_jsonb(PG_GETARG_JSONB_P(2), "required_labels", &p->required_labels);
+	p->min_cpu_millis = amount(fcinfo, 3, "min_cpu_millis", false);
+	p->min_memory_mb = amount(fcinfo, 4, "min_memory_mb", true);
+	p->min_gpus = amount(fcinfo, 5, "min_gpus", false);
+	p->reserve_cpu_millis = amount(fcinfo, 6, "reserve_cpu_millis", false);
+	p->reserve_memory_mb = amount(fcinfo, 7, "reserve_memory_mb", true);
+	p->reserve_gpus = amount(fcinfo, 8, "reserve_gpus", false);
+	if (PG_ARGISNULL(9))
+		p->pin_node_id = NULL;
+	else
+	{
+		p->pin_node_id = text_to_cstring(PG_GETARG_TEXT_PP(9));
+		if (p->pin_node_id[0] == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("parameter \"node_id\" must not be empty"),
+					 errhint("Pass NULL for a request that is not pinned to a node.")));
+		sched_check_name_length(p->pin_node_id, "node_id");
+	}
+	sched_check_not_null(fcinfo, 10, "at");
+	sched_placement_set_clock(out, PG_GETARG_TIMESTAMPTZ(10), NULL);
+}
+
 /* Columns of the request read below; keep in step with REQUEST_COLUMNS. */
 enum
 {

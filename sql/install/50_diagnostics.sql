@@ -31,9 +31,11 @@ LANGUAGE C STABLE;
  * once per row it returns, each distinct shape evaluated once per query, so reading the
  * first rows of the view costs the shapes of those rows, not the whole queue. */
 CREATE OR REPLACE FUNCTION sched.pending_explanation(
-    capability text, capability_version text, required_labels jsonb, min_cpu_millis int,
-    min_memory_mb bigint, min_gpus int, reserve_cpu_millis int, reserve_memory_mb bigint,
-    reserve_gpus int, node_id text, at timestamptz, OUT explanation text, OUT blocked text)
+    capability text, capability_version text, required_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0, min_memory_mb bigint DEFAULT 0, min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0, reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0, node_id text DEFAULT NULL, at timestamptz DEFAULT now(),
+    OUT explanation text, OUT blocked text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'sched_pending_explanation'
 LANGUAGE C STABLE;
@@ -211,26 +213,26 @@ BEGIN
     RETURN QUERY
 SELECT r.request_id,
        r.tenant::text COLLATE pg_catalog."default" AS tenant,
-       r.capability || '@' || r.capability_version AS capability,
+       (r.capability || '@' || r.capability_version) COLLATE pg_catalog."default" AS capability,
        r.priority,
        round((r.priority + greatest(extract(epoch FROM $1 - r.queued_at), 0)
                           / sched.setting_seconds('sched.aging_interval'))::numeric, 2) AS effective_priority,
        date_trunc('second', greatest($1 - r.queued_at, interval '0')) AS waited,
        r.tries,
        greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
-       r.state,
+       r.state COLLATE pg_catalog."default" AS state,
        -- a reached limit first (it holds the request back whatever the fleet), then its
        -- gang (members missing, or what its last try found), then the fleet
        concat_ws('; ', x.limit_reason, gx.reason,
                  CASE WHEN r.held_node_id IS NOT NULL THEN
                       format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
                              r.held_node_id, r.held_until) END,
-                 x.explanation) AS explanation,
+                 x.explanation) COLLATE pg_catalog."default" AS explanation,
        CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
             WHEN (x.limit_reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
-            ELSE x.blocked END AS blocked,
+            ELSE x.blocked END COLLATE pg_catalog."default" AS blocked,
        r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
-       r.last_reason
+       r.last_reason COLLATE pg_catalog."default" AS last_reason
   FROM sched.request r
   -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
   -- written to a tuplestore and read back, and a join to limit_explanations may be
@@ -264,26 +266,26 @@ $$;
 CREATE OR REPLACE VIEW sched.pending WITH (security_invoker = true) AS
 SELECT r.request_id,
        r.tenant::text COLLATE pg_catalog."default" AS tenant,
-       r.capability || '@' || r.capability_version AS capability,
+       (r.capability || '@' || r.capability_version) COLLATE pg_catalog."default" AS capability,
        r.priority,
        round((r.priority + greatest(extract(epoch FROM now() - r.queued_at), 0)
                           / sched.setting_seconds('sched.aging_interval'))::numeric, 2) AS effective_priority,
        date_trunc('second', greatest(now() - r.queued_at, interval '0')) AS waited,
        r.tries,
        greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
-       r.state,
+       r.state COLLATE pg_catalog."default" AS state,
        -- a reached limit first (it holds the request back whatever the fleet), then its
        -- gang (members missing, or what its last try found), then the fleet
        concat_ws('; ', x.limit_reason, gx.reason,
                  CASE WHEN r.held_node_id IS NOT NULL THEN
                       format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
                              r.held_node_id, r.held_until) END,
-                 x.explanation) AS explanation,
+                 x.explanation) COLLATE pg_catalog."default" AS explanation,
        CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
             WHEN (x.limit_reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
-            ELSE x.blocked END AS blocked,
+            ELSE x.blocked END COLLATE pg_catalog."default" AS blocked,
        r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
-       r.last_reason
+       r.last_reason COLLATE pg_catalog."default" AS last_reason
   FROM sched.request r
   -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
   -- written to a tuplestore and read back, and a join to limit_explanations may be
@@ -336,11 +338,13 @@ WITH waiting AS (
                               AND (r.state = 'PENDING' OR r.claimed_until <= $1)) AS ready_now,
            -- a request queued for later has waited nothing yet (as in sched.pending)
            greatest(date_trunc('second', max($1 - r.queued_at)), interval '0') AS oldest_wait,
-           count(*) FILTER (WHERE r.queued_at < $1 - make_interval(secs => sched.setting_seconds('sched.starvation_after')))
-               AS starving,
-           count(l.request_id) AS limited
+           count(*) FILTER (WHERE r.queued_at < c.starving_before) AS starving,
+           -- (looked up by request: a join to limit_explanations may hash every open
+           -- request first)
+           count(*) FILTER (WHERE sched.limit_reason(r.request_id, $1) IS NOT NULL) AS limited
       FROM sched.request r
-      LEFT JOIN sched.limit_explanations($1) l ON l.request_id = r.request_id
+     CROSS JOIN (SELECT $1 - make_interval(secs => sched.setting_seconds('sched.starvation_after'))
+                        AS starving_before) c
      WHERE r.state IN ('PENDING', 'CLAIMED')
      GROUP BY r.tenant, r.capability
 ), recent AS (
