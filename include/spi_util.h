@@ -26,6 +26,8 @@ typedef struct SchedStatement
 								 * look at to arrive at the same plan */
 	bool		keyed;			/* reaches its rows by key: planned (and planned again)
 								 * without sequential scans (spi_util.c) */
+	bool		ordered;		/* walks an index in its ORDER BY: planned (and planned
+								 * again) without sorts, bitmap or sequential scans */
 } SchedStatement;
 
 /* The kept plan of a statement, prepared on first use. */

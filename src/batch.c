@@ -495,12 +495,23 @@ index_by_node(SchedBatchFleet *e)
 {
 	int			i;
 
+	bool		sorted = true;
+
 	e->by_node = palloc(sizeof(int) * Max(e->fleet.count, 1));
 	for (i = 0; i < e->fleet.count; i++)
+	{
 		e->by_node[i] = i;
-	sort_fleet = &e->fleet;
-	qsort(e->by_node, e->fleet.count, sizeof(int), row_node_cmp);
-	sort_fleet = NULL;
+		if (i > 0 && sorted &&
+			strcmp(e->fleet.rows[i - 1].c.node_id, e->fleet.rows[i].c.node_id) > 0)
+			sorted = false;
+	}
+	/* fleets are read in node order (fleet.c); a mirror patched since may not be */
+	if (!sorted)
+	{
+		sort_fleet = &e->fleet;
+		qsort(e->by_node, e->fleet.count, sizeof(int), row_node_cmp);
+		sort_fleet = NULL;
+	}
 }
 
 /* The row of node_id in e's fleet, or NULL. */

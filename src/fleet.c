@@ -52,7 +52,9 @@ StaticAssertDecl(FC_NODE_TID == SCHED_FLEET_COLUMN_COUNT, "fleet columns out of 
 static SchedStatement fleet_capable = {
 	FLEET_COLUMNS
 	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
-	" WHERE w.capability OPERATOR(pg_catalog.=) $1",
+	" WHERE w.capability OPERATOR(pg_catalog.=) $1 "
+	/* in node order, as a dispatch batch indexes its copy (batch.c: no sort then) */
+	" ORDER BY n.node_id COLLATE pg_catalog.\"C\"",
 	1, {TEXTOID}, NULL, true		/* a capability may have 1 worker or most of the fleet */
 };
 

@@ -44,7 +44,10 @@ sched_spi_plan(SchedStatement *stmt)
  *     running them (hundreds of ms for sched.pending at 10,000 nodes);
  *   - enable_seqscan off for the statements that reach their rows by key (keyed), so
  *     that a plan made while a table was small, and kept, still reaches one row through
- *     its index once the table has grown.
+ *     its index once the table has grown;
+ *   - enable_sort and enable_bitmapscan off too for the statements that walk an index
+ *     in order (ordered): a generic plan, which cannot know how many rows its filters
+ *     keep, may otherwise expect one row, and fetch and sort the whole tenant.
  */
 static int
 enter_statement_settings(const SchedStatement *stmt)
@@ -53,9 +56,16 @@ enter_statement_settings(const SchedStatement *stmt)
 
 	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	if (stmt->keyed)
+	if (stmt->keyed || stmt->ordered)
 		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
+	if (stmt->ordered)
+	{
+		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
 	return nestlevel;
 }
 
