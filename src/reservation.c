@@ -681,7 +681,7 @@ place_request(const SchedRequestRow *req, const SchedPlacementArgs *args, bool m
 		sched_fleet_read(args->p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, false),
 						 &args->p, &local);
 	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
-	n = sched_fleet_admit(&args->p, fleet, ranked);
+	n = sched_batch_admit(cache, fleet, &args->p, ranked);
 	n = drop_taken(ranked, n, taken, ntaken);
 	if (args->spread_key != NULL && n > 0)
 	{
