@@ -453,6 +453,94 @@ sched_limit_reason(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(found->reason));
 }
 
+/*
+ * What sched.gang_reason keeps from one call to the next of one query (fn_extra): each
+ * gang not placed yet, with its size and how many members it has, read once.
+ */
+typedef struct GangsOpen
+{
+	HTAB	   *gangs;			/* gang_id → GangOpen */
+} GangsOpen;
+
+typedef struct GangOpen
+{
+	pg_uuid_t	gang_id;
+	int32		size;
+	int64		members;
+} GangOpen;
+
+static SchedStatement gangs_open = {
+	"SELECT g.gang_id, g.gang_size, "
+	"       (SELECT pg_catalog.count(*) FROM sched.request m "
+	"         WHERE m.gang_id OPERATOR(pg_catalog.=) g.gang_id) "
+	"  FROM sched.gang g WHERE g.placed_at IS NULL",
+	0, {InvalidOid}
+};
+
+/*
+ * sched.gang_reason(gang_id, last_reason) → text: why a request of gang gang_id waits
+ * for its gang, as sched.pending says it: "gang_incomplete: gang … has 2 of 4 members
+ * submitted" while members are missing, else the reason its last try wrote if that was
+ * the gang's ("gang_incomplete: …"); NULL without gang, for a gang placed, or for a
+ * last reason of another kind.  The unplaced gangs are read once per query.
+ */
+PG_FUNCTION_INFO_V1(sched_gang_reason);
+
+Datum
+sched_gang_reason(PG_FUNCTION_ARGS)
+{
+	GangsOpen  *c = (GangsOpen *) fcinfo->flinfo->fn_extra;
+	pg_uuid_t  *gang_id;
+	GangOpen   *g;
+	text	   *last;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	gang_id = PG_GETARG_UUID_P(0);
+	if (c == NULL)
+	{
+		MemoryContext caller = CurrentMemoryContext;
+		HASHCTL		ctl;
+		uint64		i;
+
+		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		c = palloc0(sizeof(GangsOpen));
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(pg_uuid_t);
+		ctl.entrysize = sizeof(GangOpen);
+		ctl.hcxt = fcinfo->flinfo->fn_mcxt;
+		c->gangs = hash_create("pg_sched open gangs", 64, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_sched: SPI_connect failed");
+		sched_spi_exec(&gangs_open, NULL, NULL, true, 0, SPI_OK_SELECT);
+		for (i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			pg_uuid_t	id = *DatumGetUUIDP(sched_spi_get(i, 1, &isnull));
+			GangOpen   *e = hash_search(c->gangs, &id, HASH_ENTER, NULL);
+
+			e->size = (int32) sched_spi_int64(i, 2);
+			e->members = sched_spi_int64(i, 3);
+		}
+		SPI_finish();
+		MemoryContextSwitchTo(caller);
+		fcinfo->flinfo->fn_extra = c;
+	}
+	g = hash_search(c->gangs, gang_id, HASH_FIND, NULL);
+	if (g == NULL)
+		PG_RETURN_NULL();
+	if (g->members < g->size)
+		PG_RETURN_TEXT_P(cstring_to_text(psprintf("gang_incomplete: gang %s has " INT64_FORMAT " of %d members submitted",
+												  sched_uuid_out(gang_id), g->members, g->size)));
+	if (PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	last = PG_GETARG_TEXT_PP(1);
+	if (VARSIZE_ANY_EXHDR(last) >= 16 && memcmp(VARDATA_ANY(last), "gang_incomplete:", 16) == 0)
+		PG_RETURN_TEXT_P(last);
+	PG_RETURN_NULL();
+}
+
 /* sched._dispatch_counters() → (calls, placements, conflicts, held_passed) since the
  * server started, NULLs without preloading (counters.c). */
 PG_FUNCTION_INFO_V1(sched_dispatch_counters);

@@ -130,6 +130,14 @@ SELECT o.request_id, k.kind, k.reason, k.clears_at, k.clears
 END
 $$;
 
+/* Why a request of gang gang_id waits for its gang, as sched.pending says it (members
+ * missing, or its last try's reason if that was the gang's), or NULL; the unplaced gangs
+ * are read once per query (src/diagnostics.c). */
+CREATE OR REPLACE FUNCTION sched.gang_reason(gang_id uuid, last_reason text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_gang_reason'
+LANGUAGE C STABLE;
+
 /* The reason limit_explanations(at) gives for one request, or NULL (src/diagnostics.c):
  * limit_explanations runs once per query, each row of the view sched.pending looks its
  * request up. */
@@ -223,40 +231,37 @@ SELECT r.request_id,
        r.state COLLATE pg_catalog."default" AS state,
        -- a reached limit first (it holds the request back whatever the fleet), then its
        -- gang (members missing, or what its last try found), then the fleet
-       concat_ws('; ', x.limit_reason, gx.reason,
+       concat_ws('; ', x.limit_reason, x.gang_reason,
                  CASE WHEN r.held_node_id IS NOT NULL THEN
                       format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
                              r.held_node_id, r.held_until) END,
                  x.explanation) COLLATE pg_catalog."default" AS explanation,
        CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
-            WHEN (x.limit_reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
+            WHEN (x.limit_reason IS NOT NULL OR x.gang_reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
             ELSE x.blocked END COLLATE pg_catalog."default" AS blocked,
        r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
        r.last_reason COLLATE pg_catalog."default" AS last_reason
   FROM sched.request r
+  CROSS JOIN (SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit)
+                     OR EXISTS (SELECT 1 FROM sched.rate_limit)
+                     OR EXISTS (SELECT 1 FROM sched.tenant_quota) AS any_limit) lim
   -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
   -- written to a tuplestore and read back, and a join to limit_explanations may be
   -- planned as a call of it for each request)
   CROSS JOIN LATERAL (
-       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason
+       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason, e.gang_reason
          FROM (SELECT sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
                                                 r.min_cpu_millis, r.min_memory_mb, r.min_gpus,
                                                 r.reserve_cpu_millis, r.reserve_memory_mb,
                                                 r.reserve_gpus, r.node_id, $1) AS v,
-                      sched.limit_reason(r.request_id, $1) AS limit_reason
+                      -- (looked up only when a limit is set, for a request in a gang)
+                      CASE WHEN lim.any_limit THEN sched.limit_reason(r.request_id, $1) END
+                           AS limit_reason,
+                      -- its gang, if it has one not placed yet: members missing, or what
+                      -- its last try found
+                      CASE WHEN r.gang_id IS NOT NULL
+                           THEN sched.gang_reason(r.gang_id, r.last_reason) END AS gang_reason
                OFFSET 0) e) x
-  -- its gang, if it has one not placed yet (a request without gang looks nothing up):
-  -- members missing, or what its last try found
-  CROSS JOIN LATERAL (
-       SELECT CASE WHEN r.gang_id IS NOT NULL THEN
-                   (SELECT CASE WHEN m.members < g.gang_size
-                                THEN format('gang_incomplete: gang %s has %s of %s members submitted',
-                                            g.gang_id, m.members, g.gang_size)
-                                WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END
-                      FROM sched.gang g
-                      CROSS JOIN LATERAL (SELECT count(*) AS members FROM sched.request q
-                                           WHERE q.gang_id = g.gang_id) m
-                     WHERE g.gang_id = r.gang_id AND g.placed_at IS NULL) END AS reason) gx
  WHERE r.state IN ('PENDING', 'CLAIMED')
  ORDER BY r.queued_at, r.request_id;
 END
@@ -276,40 +281,37 @@ SELECT r.request_id,
        r.state COLLATE pg_catalog."default" AS state,
        -- a reached limit first (it holds the request back whatever the fleet), then its
        -- gang (members missing, or what its last try found), then the fleet
-       concat_ws('; ', x.limit_reason, gx.reason,
+       concat_ws('; ', x.limit_reason, x.gang_reason,
                  CASE WHEN r.held_node_id IS NOT NULL THEN
                       format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
                              r.held_node_id, r.held_until) END,
                  x.explanation) COLLATE pg_catalog."default" AS explanation,
        CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
-            WHEN (x.limit_reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
+            WHEN (x.limit_reason IS NOT NULL OR x.gang_reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
             ELSE x.blocked END COLLATE pg_catalog."default" AS blocked,
        r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
        r.last_reason COLLATE pg_catalog."default" AS last_reason
   FROM sched.request r
+  CROSS JOIN (SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit)
+                     OR EXISTS (SELECT 1 FROM sched.rate_limit)
+                     OR EXISTS (SELECT 1 FROM sched.tenant_quota) AS any_limit) lim
   -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
   -- written to a tuplestore and read back, and a join to limit_explanations may be
   -- planned as a call of it for each request)
   CROSS JOIN LATERAL (
-       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason
+       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason, e.gang_reason
          FROM (SELECT sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
                                                 r.min_cpu_millis, r.min_memory_mb, r.min_gpus,
                                                 r.reserve_cpu_millis, r.reserve_memory_mb,
                                                 r.reserve_gpus, r.node_id, now()) AS v,
-                      sched.limit_reason(r.request_id, now()) AS limit_reason
+                      -- (looked up only when a limit is set, for a request in a gang)
+                      CASE WHEN lim.any_limit THEN sched.limit_reason(r.request_id, now()) END
+                           AS limit_reason,
+                      -- its gang, if it has one not placed yet: members missing, or what
+                      -- its last try found
+                      CASE WHEN r.gang_id IS NOT NULL
+                           THEN sched.gang_reason(r.gang_id, r.last_reason) END AS gang_reason
                OFFSET 0) e) x
-  -- its gang, if it has one not placed yet (a request without gang looks nothing up):
-  -- members missing, or what its last try found
-  CROSS JOIN LATERAL (
-       SELECT CASE WHEN r.gang_id IS NOT NULL THEN
-                   (SELECT CASE WHEN m.members < g.gang_size
-                                THEN format('gang_incomplete: gang %s has %s of %s members submitted',
-                                            g.gang_id, m.members, g.gang_size)
-                                WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END
-                      FROM sched.gang g
-                      CROSS JOIN LATERAL (SELECT count(*) AS members FROM sched.request q
-                                           WHERE q.gang_id = g.gang_id) m
-                     WHERE g.gang_id = r.gang_id AND g.placed_at IS NULL) END AS reason) gx
  WHERE r.state IN ('PENDING', 'CLAIMED')
  ORDER BY r.queued_at, r.request_id;
 COMMENT ON VIEW sched.pending IS 'One row per pending or claimed request, with a live explanation of why it waits.';
@@ -322,6 +324,8 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_starving_before timestamptz;
 BEGIN
     IF at IS NULL THEN
         RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -330,6 +334,9 @@ BEGIN
         RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
             DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
     END IF;
+    -- (computed here, so the query calls no function for each request: it may run in
+    -- parallel)
+    v_starving_before := at - make_interval(secs => sched.setting_seconds('sched.starvation_after'));
     RETURN QUERY
 WITH waiting AS (
     SELECT r.tenant, r.capability,
@@ -338,14 +345,16 @@ WITH waiting AS (
                               AND (r.state = 'PENDING' OR r.claimed_until <= $1)) AS ready_now,
            -- a request queued for later has waited nothing yet (as in sched.pending)
            greatest(date_trunc('second', max($1 - r.queued_at)), interval '0') AS oldest_wait,
-           count(*) FILTER (WHERE r.queued_at < c.starving_before) AS starving,
-           -- (looked up by request: a join to limit_explanations may hash every open
-           -- request first)
-           count(*) FILTER (WHERE sched.limit_reason(r.request_id, $1) IS NOT NULL) AS limited
+           count(*) FILTER (WHERE r.queued_at < v_starving_before) AS starving
       FROM sched.request r
-     CROSS JOIN (SELECT $1 - make_interval(secs => sched.setting_seconds('sched.starvation_after'))
-                        AS starving_before) c
      WHERE r.state IN ('PENDING', 'CLAIMED')
+     GROUP BY r.tenant, r.capability
+), limited AS (
+    -- the requests a limit holds back, reached from limit_explanations (which returns
+    -- at once when no limit is set)
+    SELECT r.tenant, r.capability, count(*) AS limited
+      FROM sched.limit_explanations($1) l
+      JOIN sched.request r ON r.request_id = l.request_id
      GROUP BY r.tenant, r.capability
 ), recent AS (
     SELECT r.tenant, r.capability,
@@ -365,8 +374,9 @@ SELECT tenant, capability,
        date_trunc('millisecond', d.p50_wait),
        date_trunc('millisecond', d.p95_wait),
        coalesce(w.starving, 0)::int,
-       coalesce(w.limited, 0)::int
+       coalesce(li.limited, 0)::int
   FROM waiting w
+  LEFT JOIN limited li USING (tenant, capability)
   FULL JOIN recent d USING (tenant, capability)
  ORDER BY tenant, capability;
 END

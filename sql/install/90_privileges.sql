@@ -138,6 +138,7 @@ GRANT EXECUTE ON FUNCTION
     sched.pending_explanation(text, text, jsonb, int, bigint, int, int, bigint, int, text, timestamptz),
     sched.limit_explanations(timestamptz),
     sched.limit_reason(bigint, timestamptz),
+    sched.gang_reason(uuid, text),
     sched.queue_stats(timestamptz),
     sched.attempt_overview(timestamptz),
     sched.dispatch_stats(),

@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(90);
+SELECT plan(91);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -53,6 +53,7 @@ INSERT INTO read_fn VALUES
   ('pending_explanation', '{text,text,jsonb,integer,bigint,integer,integer,bigint,integer,text,"timestamp with time zone"}'),
   ('limit_explanations', '{"timestamp with time zone"}'),
   ('limit_reason', '{bigint,"timestamp with time zone"}'),
+  ('gang_reason', '{uuid,text}'),
   ('step_lock_key', '{uuid,integer}'),
   ('setting_seconds', '{text}'),
   ('format_cpus', '{bigint}'),
@@ -163,7 +164,7 @@ $$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          45, 'the 22 read and 23 write functions listed exist');
+          46, 'the 23 read and 23 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has
