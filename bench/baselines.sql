@@ -2,7 +2,9 @@
 -- each benchmark database after bench/load.sql; never installed.  Schema `bench`.
 --
 -- (a) write floor       bench.write_floor: exactly the rows a dispatch writes, with the
---                       node chosen in advance: the cost of the writes alone.
+--                       node chosen in advance: the cost of the writes alone;
+--                       bench.write_floor_batch: the same rows for a batch of requests
+--                       taken from the queue, in one statement (issue 16).
 -- (b) plain queue claim bench.plain_claim: the FOR UPDATE SKIP LOCKED claim of the next
 --                       jobs, no placement, as the PostgreSQL job queues do it.
 -- (c) PL/pgSQL          bench.plpgsql_dispatch / bench.plpgsql_dispatch_next /
@@ -91,6 +93,93 @@ BEGIN
         PERFORM pg_notify('sched_worker_' || v_worker, 'START ' || v_attempt);
     END IF;
     RETURN v_attempt;
+END
+$$;
+
+/*
+ * write_floor_batch(n, node_base, nodes): the batched write floor (issue 16, workload 2):
+ * the six writes of write_floor for the next n ready requests of tenant 'default', in one
+ * statement.  The requests are taken as plain_claim takes them (queue order, FOR UPDATE
+ * SKIP LOCKED); the k-th of them (k = 0 .. n-1, in request_id order) goes to node
+ * ((node_base + k) mod nodes) + 1 of fleet 'node', chosen in advance.  A pgbench client
+ * passes node_base = client_id * n, so with nodes >= clients * n no two clients ever
+ * write the same worker or node row (pg_sched's concurrent dispatchers meet on nodes
+ * more often than that, never less), and the n nodes of one batch are distinct (one
+ * counter update per row).  No selection, no re-check, no lock beyond what the writes
+ * and the queue read take.  Returns the number of placements written.
+ */
+CREATE FUNCTION bench.write_floor_batch(p_n int, p_node_base int, p_nodes int,
+                                        p_at timestamptz DEFAULT now())
+RETURNS int
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_placed int;
+BEGIN
+    IF p_n > p_nodes THEN
+        RAISE EXCEPTION 'write_floor_batch: a batch of % needs at least % nodes, not %', p_n, p_n, p_nodes;
+    END IF;
+    WITH next AS (
+        SELECT x.request_id, x.execution_id, x.step_id, x.attempt_number, x.tenant,
+               x.reserve_cpu_millis, x.reserve_memory_mb, x.reserve_gpus
+          FROM sched.request x
+         WHERE x.tenant = 'default' AND x.state = 'PENDING' AND x.available_at <= p_at
+         ORDER BY x.sort_key, x.queued_at, x.request_id
+         LIMIT p_n
+           FOR UPDATE SKIP LOCKED
+    ), r AS (
+        SELECT o.*, bench.node_name('node', o.node_no) AS node_id,
+               bench.worker_uuid('node', o.node_no, 'build') AS worker_id
+          FROM (SELECT next.*,
+                       ((p_node_base + row_number() OVER (ORDER BY next.request_id) - 1) % p_nodes)::int + 1 AS node_no
+                  FROM next) o
+    ), w AS (
+        UPDATE sched.worker w SET live_attempts = w.live_attempts + 1
+          FROM r
+         WHERE w.worker_id = r.worker_id
+        RETURNING w.worker_id, w.generation
+    ), n AS (
+        UPDATE sched.node n
+           SET reserved_cpu_millis = n.reserved_cpu_millis + r.reserve_cpu_millis,
+               reserved_memory_mb = n.reserved_memory_mb + r.reserve_memory_mb,
+               reserved_gpus = n.reserved_gpus + r.reserve_gpus,
+               live_attempts = n.live_attempts + 1
+          FROM r
+         WHERE n.node_id = r.node_id
+    ), a AS (
+        INSERT INTO sched.attempt (request_id, execution_id, step_id, attempt_number, tenant, node_id,
+                                   worker_id, worker_generation, lease_version, status,
+                                   reserve_cpu_millis, reserve_memory_mb, reserve_gpus, score,
+                                   dispatched_at, lease_expires_at)
+        SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, r.node_id,
+               r.worker_id, w.generation, 1, 'DISPATCHED', r.reserve_cpu_millis, r.reserve_memory_mb,
+               r.reserve_gpus, 100000, p_at, p_at + interval '300 s'
+          FROM r JOIN w ON w.worker_id = r.worker_id
+        RETURNING attempt_id, request_id, execution_id, step_id, attempt_number, node_id, worker_id,
+                  worker_generation
+    ), c AS (
+        INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version,
+                                   request_id, created_at)
+        SELECT a.worker_id, a.worker_generation, 'START', a.attempt_id, 1, a.request_id, p_at FROM a
+    ), t AS (
+        INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number,
+                                    attempt_id, state, component, title, detail, at)
+        SELECT a.execution_id, 'step.worker.selected:' || a.step_id || ':' || a.attempt_number,
+               'SCHEDULING', a.step_id, a.attempt_number, a.attempt_id, 'SUCCEEDED', 'Scheduler',
+               'Node and worker selected',
+               jsonb_build_object('node_id', a.node_id, 'worker_id', a.worker_id, 'score', 100000,
+                                  'request_id', a.request_id), p_at
+          FROM a
+        ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING
+    ), u AS (
+        UPDATE sched.request x
+           SET state = 'DISPATCHED', attempt_id = a.attempt_id, claim_id = NULL, claimed_until = NULL,
+               last_reason = NULL, tries = x.tries + 1
+          FROM a
+         WHERE x.request_id = a.request_id
+    )
+    SELECT count(*) INTO v_placed FROM a;
+    RETURN v_placed;
 END
 $$;
 

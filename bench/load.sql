@@ -139,6 +139,49 @@ END
 $$;
 
 /*
+ * load_tenant_requests: requests first..last as load_requests makes them (the same
+ * priorities, arrival times, preferences, requirements and reservations for the same i),
+ * for tenant `tenant` (executions of their own: 'bench-execution:<tenant>:<i / 4>'),
+ * and, when n_keys > 0, each with the concurrency key 'key-<i mod n_keys>' (issue 16,
+ * workload 8: the queue of a tenant whose requests carry keys, beside one without).
+ */
+CREATE FUNCTION bench.load_tenant_requests(first bigint, last bigint, capability text, t0 timestamptz,
+                                           tenant text, n_keys int)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO sched.execution (execution_id, tenant, status, created_at, updated_at)
+    SELECT md5('bench-execution:' || load_tenant_requests.tenant || ':' || e)::uuid,
+           load_tenant_requests.tenant, 'QUEUED', t0, t0
+      FROM generate_series(first / 4, last / 4) AS e
+    ON CONFLICT DO NOTHING;
+
+    INSERT INTO sched.request (
+        request_id, execution_id, step_id, attempt_number, tenant, priority, capability,
+        capability_version, required_labels, preferred_labels, min_cpu_millis, min_memory_mb,
+        min_gpus, reserve_cpu_millis, reserve_memory_mb, reserve_gpus, node_id, max_attempts,
+        state, queued_at, available_at, sort_key, submitted_at, concurrency_key)
+    SELECT i, md5('bench-execution:' || load_tenant_requests.tenant || ':' || (i / 4))::uuid,
+           md5('bench-step:' || load_tenant_requests.tenant || ':' || i)::uuid, 1,
+           load_tenant_requests.tenant, x.priority, load_tenant_requests.capability, '1.0',
+           CASE WHEN i % 10 = 3 THEN jsonb_build_object('zone', 'z' || (i % 5)) ELSE '{}' END,
+           CASE WHEN i % 8 = 2 THEN '{"tier": "fast", "rack": "r7"}'::jsonb
+                WHEN i % 4 = 1 THEN '{"tier": "fast"}'::jsonb
+                ELSE '{}' END,
+           CASE WHEN i % 16 = 5 THEN 4000 ELSE 0 END, 0, 0,
+           100 + (i % 4) * 100, 256 * (1 + i % 2), 0, NULL, 3,
+           'PENDING', x.queued_at, x.queued_at, sched._queue_key(x.priority, x.queued_at), t0,
+           CASE WHEN n_keys > 0 THEN 'key-' || (i % n_keys) END
+      FROM generate_series(first, last) AS i,
+           LATERAL (SELECT ((i * 7) % 3)::int AS priority,
+                           t0 - interval '3 hours' + i * interval '5 ms' AS queued_at) x;
+    PERFORM setval('sched.request_id_seq', greatest(last, (SELECT last_value FROM sched.request_id_seq)));
+    RETURN last - first + 1;
+END
+$$;
+
+/*
  * reset: every request PENDING and ready again, no attempt, command or timeline row, no
  * reservation, every execution QUEUED; bench.rid_seq restarts at the first request.
  * (run.sh follows it with VACUUM and CHECKPOINT, so every run starts alike.)

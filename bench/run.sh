@@ -9,13 +9,16 @@
 # pgbench custom scripts (bench/pgbench/), and prints one table of medians, each next to
 # the baselines measured in the same run.  Writes bench/RESULTS.md and bench/scaling.png.
 #
-# Workloads (the numbers of issue 5):
-#   1. dispatch_attempt, one per transaction, 1 / 8 / 32 clients, 1,000 nodes
-#      vs the write floor (and, with 8 and 32 clients, the floor + NOTIFY and pg_sched
-#      itself with sched.notify_workers on, as 0.1.0 ran by default; the PL/pgSQL
-#      dispatch with 8)
-#   2. dispatch_next(100), 8 clients, 1,000 nodes: placements/s
-#      vs PL/pgSQL dispatch_next and the plain queue claim
+# Workloads (the numbers of issue 5; issue 16 added to 1 and 2, and added 7, 8, 9):
+#   1. a single placement per transaction, dispatch_attempt and dispatch_next(1), 1 / 8 /
+#      32 clients, 1,000 nodes, vs the write floor without NOTIFY (workers are woken
+#      through wait_commands); with BENCH_W1_EXTRA=1 also, with 8 and 32 clients, the
+#      floor + NOTIFY and pg_sched itself with sched.notify_workers on (as 0.1.0 ran by
+#      default), and the PL/pgSQL dispatch with 8
+#   2. dispatch_next(100), 1 / 2 / 4 / 8 / 32 clients, 1,000 nodes: placements/s; with 8
+#      clients vs the batched write floor (the same rows written plainly, 100 per
+#      statement, nodes chosen in advance), PL/pgSQL dispatch_next and the plain queue
+#      claim; 8 and 32 clients vs the best of 1, 2 and 4 (no collapse)
 #   3. select_candidate p50 latency at 100 .. 100,000 nodes, and with 10x nodes of other
 #      capabilities; vs the same selection in plain SQL
 #   4. dispatch_next(100) cost per dispatch with 10k, 100k, 1M pending requests
@@ -24,10 +27,25 @@
 #   5. 16 dispatchers on a hot fleet of 20 nodes: conflicts per dispatch, deadlocks,
 #      invariants afterwards
 #   6. backend memory of one dispatch_next(1000) vs dispatch_next(100)
+#   7. end to end: tasks per second through their whole life (submit, dispatch_next,
+#      the worker's wait_commands, start_attempt, finish_attempt), 2 scheduler clients
+#      and 8 worker clients at once, vs a plain job queue doing the same work without
+#      placement (2 clients inserting jobs, 8 claiming one FOR UPDATE SKIP LOCKED and
+#      marking it done), in a database of their own (bench/e2e.sql)
+#   8. the cost of a feature in use: dispatch_next(100), 8 clients, 1,000 nodes, of a
+#      tenant whose requests carry concurrency keys, each key limited, under a tenant
+#      quota (limits never reached), vs the same for a tenant without them, same queue
+#      length, same database, same run
+#   9. flatness: the cost of one dispatch_attempt and one dispatch_next(1), 1 client,
+#      with 10x the nodes (10,000) vs 1,000 (the 1-client figures of workload 1)
 #
 # Environment:
-#   BENCH_QUICK=1     small sizes and 2-3 s runs (a smoke test, about 5 minutes; the full
-#                     suite takes about 12 minutes on 2 cores)
+#   BENCH_QUICK=1     small sizes and 1-3 s runs (a smoke test, about 7 minutes; the full
+#                     suite takes about 11.5 minutes on 2 cores, make bench with
+#                     diagnostics.sh and full_fleet.sh about 13)
+#   BENCH_W1_EXTRA=1  workload 1 also runs the NOTIFY and PL/pgSQL columns (about 1 minute)
+#   BENCH_W8_SPLIT=1  workload 8 also runs a tenant with the keys only and one with the
+#                     quota only (about 40 s)
 #   BENCH_RUNS=n      repetitions of every measurement (default 3)
 #   BENCH_KEEP=1      keep the databases afterwards
 #   BENCH_OUT=dir     where RESULTS.md and scaling.png go (default: bench/)
@@ -39,39 +57,61 @@ PGB_DIR=$HERE/pgbench
 OUT=${BENCH_OUT:-$HERE}
 RUNS=${BENCH_RUNS:-3}
 QUICK=${BENCH_QUICK:-0}
-ONLY=${BENCH_ONLY:-"1 2 3 4 5 6"}
+ONLY=${BENCH_ONLY:-"1 2 3 4 5 6 7 8 9"}
+W1_EXTRA=${BENCH_W1_EXTRA:-0}
 : "${PGHOST:?PGHOST must point at the benchmark cluster}" "${PGPORT:?PGPORT must be set}"
 export PGUSER=${PGUSER:-postgres}
 unset PGDATABASE
 export PGAPPNAME=pg_sched_bench
 
 if [ "$QUICK" = 1 ]; then
-    T1=3; T2=3; T3=2; T5=3             # seconds per pgbench run, by workload
+    T1=3; T2=3; T3=2; T3C=1; T5=3; T7=3 # seconds per pgbench run, by workload (8 and 9: T2, T1;
+                                       # T3C: workload 3's new-connection runs)
     W4_TX=10                           # workload 4: dispatch_next transactions per run
-    FLEET=200                          # nodes of workloads 1, 2, 4, 6
+    FLEET=800                          # nodes of workloads 1, 2, 4, 6, 8 (8 clients x 100 for
+                                       # the batched floor's node ranges)
     W4_SIZES="5000 20000 100000"       # pending requests (the last is the queue of 1, 2, 6)
     W3_SIZES="100 1000 5000"           # nodes serving the capability
     HOT_QUEUE=20000
+    KEYS_QUEUE=20000                   # workload 8: requests of each of its two tenants
 else
-    T1=5; T2=8; T3=3; T5=8
+    T1=3; T2=3; T3=2; T3C=1; T5=5; T7=5 # (issue 16 shortened them to fit its workloads into
+                                       # the 15 minutes of make bench: 5, 8, 3, 3, 8 before)
     W4_TX=30
     FLEET=1000
     W4_SIZES="10000 100000 1000000"
     W3_SIZES="100 1000 10000 100000"
     HOT_QUEUE=100000
+    KEYS_QUEUE=100000
 fi
 W1_CLIENTS="1 8 32"
+W1_ORDER="8 32 1"                      # the 1-client runs last, next to workload 9's
+W2_CLIENTS="1 2 4 8 32"
+FLAT_FLEET=$((10 * FLEET))             # workload 9
 BATCH=100
+E2E_WORKERS=8                          # workload 7: worker clients (one worker each) ...
+E2E_SCHEDULERS=2                       # ... and scheduler (or inserting) clients
+E2E_BACKLOG=2000                       # open tasks (jobs) above which nothing is submitted
+KEYS=1000                              # workload 8: concurrency keys of the keyed tenant
+W8_SPLIT=${BENCH_W8_SPLIT:-0}          # 1: workload 8 also runs a tenant with keys only and one
+                                       # with the quota only
 DB_DISPATCH=sched_bench_dispatch
 DB_FLEET=sched_bench_fleet
 DB_HOT=sched_bench_hot
+DB_E2E=sched_bench_e2e
+DB_KEYS=sched_bench_keys
 
 WORK=$(mktemp -d /tmp/pg_sched_bench.XXXXXX)
 CREATED=()
+BG_PIDS=()                             # pgbench runs in the background (pgb_bg), until joined
+BG_NAMES=()
 START=$(date +%s)
 
 cleanup() {
-    local db
+    local db pid
+    for pid in "${BG_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
     if [ "${BENCH_KEEP:-0}" != 1 ]; then
         for db in "${CREATED[@]}"; do
             psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
@@ -82,6 +122,15 @@ cleanup() {
 trap cleanup EXIT
 
 say() { printf '[%s +%4ss] %s\n' "$(date +%H:%M:%S)" "$(( $(date +%s) - START ))" "$*"; }
+# phase NAME: the time since the previous phase began goes to that phase (PHASES, printed
+# at the end and written to RESULTS.md); phase "" ends the last one
+PHASE=""; PHASE_T=$START; PHASES=""
+phase() {
+    local now
+    now=$(date +%s)
+    if [ -n "$PHASE" ]; then PHASES="$PHASES${PHASES:+, }$PHASE $((now - PHASE_T)) s"; fi
+    PHASE=$1; PHASE_T=$now
+}
 die() { printf 'bench: ERROR: %s\n' "$*" >&2; exit 1; }
 sql() { local db=$1; shift; psql -X -q -At -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 wants() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -154,20 +203,22 @@ load_requests() { # DB FIRST LAST
     sql "$1" -c "SELECT setval('sched.request_id_seq', (SELECT max(request_id) FROM sched.request))" >/dev/null
 }
 
-# settle DB [reset] [nocheckpoint]: (reset,) vacuum (and checkpoint), so every run starts
+# settle DB [reset] [nocheckpoint] [noanalyze]: (reset,) vacuum (and analyze, and checkpoint), so every run starts
 # alike.  Without the checkpoint, a run repeating the previous one touches pages already
 # logged in full since the last checkpoint (workload 4: steady state, not the burst of
 # full-page images right after a checkpoint, whose size would grow with the table).
 settle() {
-    local db=$1 arg ckpt=1
+    local db=$1 arg ckpt=1 analyze="(ANALYZE)"
     shift
     for arg in "$@"; do
         case $arg in
             reset) sql "$db" -c "SELECT bench.reset()" >/dev/null ;;
             nocheckpoint) ckpt=0 ;;
+            # after a reset the data are those the last ANALYZE saw: only the vacuum
+            noanalyze) analyze="" ;;
         esac
     done
-    sql "$db" -c "VACUUM (ANALYZE) sched.request, sched.node, sched.worker, sched.execution, sched.attempt" >/dev/null
+    sql "$db" -c "VACUUM $analyze sched.request, sched.node, sched.worker, sched.execution, sched.attempt" >/dev/null
     if [ "$ckpt" = 1 ]; then
         sql "$db" -c "CHECKPOINT" >/dev/null
     fi
@@ -216,6 +267,43 @@ pgb() {
 
 count_attempts() { sql "$1" -c "SELECT count(*) FROM sched.attempt"; }
 
+# pgb_bg NAME DB CLIENTS SECONDS [pgbench options...]: starts pgbench -T SECONDS in the
+# background (under `timeout`, so that it ends even if a client hangs); pgb_join waits for
+# all of them.
+pgb_bg() {
+    local name=$1 db=$2 c=$3 t=$4 j=1
+    shift 4
+    (( c > 1 )) && j=2
+    timeout -s INT $((t + 60)) pgbench -n -M prepared -c "$c" -j "$j" -T "$t" --random-seed=5 "$@" "$db" \
+        >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    BG_PIDS+=("$!")
+    BG_NAMES+=("$name")
+}
+
+# pgb_join: waits for every pgbench pgb_bg started; dies when one failed (exit status,
+# an aborted client, nothing processed), after all have ended.  Sets BG_FAILED: the sum of
+# their failed transactions.
+pgb_join() {
+    local i rc name bad=0 n f
+    BG_FAILED=0
+    for i in "${!BG_PIDS[@]}"; do
+        rc=0
+        wait "${BG_PIDS[$i]}" || rc=$?
+        name=${BG_NAMES[$i]}
+        n=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/$name.out")
+        f=$(sed -nE 's/^number of failed transactions: ([0-9]+).*/\1/p' "$WORK/$name.out" | head -1)
+        BG_FAILED=$(( BG_FAILED + ${f:-0} ))
+        if [ "$rc" -ne 0 ] || [ -z "$n" ] || [ "$n" -eq 0 ] || grep -q 'aborted' "$WORK/$name.err"; then
+            say "pgbench $name failed (exit status $rc; 124 = killed by timeout):"
+            cat "$WORK/$name.out" "$WORK/$name.err" >&2
+            bad=1
+        fi
+    done
+    BG_PIDS=()
+    BG_NAMES=()
+    [ "$bad" = 0 ] || die "a concurrent pgbench run failed (above)"
+}
+
 # ---- what we run on -------------------------------------------------------------------------
 
 say "pg_sched benchmark on $PGHOST:$PGPORT ($( [ "$QUICK" = 1 ] && echo QUICK sizes || echo full sizes ), $RUNS runs each)"
@@ -234,9 +322,10 @@ say "machine: $NPROC x $CPU_MODEL, $MEM; load average $LOADAVG"
 say "$PG_VERSION"
 
 # =============================================================================================
-# Workloads 4, 1, 2, 6: fleet of $FLEET nodes, one queue grown to the largest size
+# Workloads 4, 2, 6, 1, 9: fleet of $FLEET nodes, one queue grown to the largest size
 # =============================================================================================
-if wants 1 || wants 2 || wants 4 || wants 6; then
+if wants 1 || wants 2 || wants 4 || wants 6 || wants 9; then
+    phase "loads of the dispatch database, workload 4"
     say "database $DB_DISPATCH: fleet of $FLEET nodes (mixed: ~9% not admissible), slots and capacity never run out"
     create_db "$DB_DISPATCH"
     # capacity 1,000 CPUs and 4 TB per node, 100,000 slots per worker: a run never fills them
@@ -281,67 +370,38 @@ if wants 1 || wants 2 || wants 4 || wants 6; then
     QUEUE=$loaded
 fi
 
-# ---- workload 1 -----------------------------------------------------------------------------
-if wants 1; then
-    for c in $W1_CLIENTS; do
-        say "W1: dispatch_attempt vs write floor$( [ "$c" != 1 ] && echo ' vs floor + NOTIFY')$( [ "$c" = 8 ] && echo ' vs PL/pgSQL'), $c clients, $FLEET nodes, ${T1} s runs"
-        settle "$DB_DISPATCH" reset
-        for r in $(seq 1 "$RUNS"); do
-            impls="pg floor"
-            [ "$c" != 1 ] && impls="$impls pg_notify floor_notify"
-            [ "$c" = 8 ] && impls="$impls plpgsql"
-            line=""
-            for impl in $impls; do
-                opts=""
-                case $impl in
-                    pg) script=w1_dispatch_attempt.pgbench ;;
-                    # what 0.1.0 did by default: a NOTIFY per dispatch (issue 13)
-                    pg_notify) script=w1_dispatch_attempt.pgbench; opts="-c sched.notify_workers=on" ;;
-                    floor) script=w1_write_floor.pgbench ;;
-                    floor_notify) script=w1_write_floor_notify.pgbench ;;
-                    plpgsql) script=w1_plpgsql.pgbench ;;
-                esac
-                before=$(count_attempts "$DB_DISPATCH")
-                PGOPTIONS="$opts" pgb "w1_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T1" -D nodes="$FLEET" -f "$PGB_DIR/$script"
-                made=$(( $(count_attempts "$DB_DISPATCH") - before ))
-                rate=$(calc "$made / $PGB_SECONDS")
-                record "w1.$impl.c$c" "$rate"
-                record "w1.$impl.c$c.placed_fraction" "$(calc "$made / $PGB_N")"
-                line="$line $impl $(fmt "$rate")/s"
-                sql "$DB_DISPATCH" -c "CHECKPOINT" >/dev/null
-            done
-            say "W1 $c clients, run $r/$RUNS:$line"
-        done
-        left=$(pending "$DB_DISPATCH")
-        [ "$left" -gt 0 ] || say "WARNING: the queue ran dry during workload 1 ($c clients)"
-    done
-fi
-
 # ---- workload 2 -----------------------------------------------------------------------------
+# Every run of every implementation starts from a reset queue.  With 8 clients: pg_sched,
+# the batched write floor, PL/pgSQL and the plain claim; then pg_sched with 1, 2, 4 and 32
+# clients (no collapse: 8 and 32 against the best of 1, 2 and 4).
 if wants 2; then
-    say "W2: dispatch_next($BATCH) vs PL/pgSQL vs plain claim, 8 clients, $FLEET nodes, $QUEUE queued, ${T2} s runs"
+    phase "workload 2"
+    say "W2: dispatch_next($BATCH) with $W2_CLIENTS clients; with 8 vs the batched write floor, PL/pgSQL, plain claim; $FLEET nodes, $QUEUE queued, ${T2} s runs"
     for r in $(seq 1 "$RUNS"); do
         line=""
-        for impl in pg plpgsql claim; do
-            settle "$DB_DISPATCH" reset
+        for run in pg:8 floor_batch:8 plpgsql:8 claim:8 $(for c in $W2_CLIENTS; do [ "$c" != 8 ] && echo "pg:$c"; done); do
+            impl=${run%%:*}
+            c=${run#*:}
+            settle "$DB_DISPATCH" reset noanalyze
             case $impl in
                 pg) script=w2_dispatch_next.pgbench ;;
+                floor_batch) script=w2_write_floor_batch.pgbench ;;
                 plpgsql) script=w2_plpgsql.pgbench ;;
                 claim) script=w2_plain_claim.pgbench ;;
             esac
-            pgb "w2_${impl}_$r" "$DB_DISPATCH" 8 "$T2" -D batch=$BATCH -f "$PGB_DIR/$script"
+            pgb "w2_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T2" -D batch=$BATCH -D nodes="$FLEET" -f "$PGB_DIR/$script"
             if [ "$impl" = claim ]; then
                 made=$(sql "$DB_DISPATCH" -c "SELECT count(*) FROM sched.request WHERE state = 'DISPATCHED'")
             else
                 made=$(count_attempts "$DB_DISPATCH")
             fi
             rate=$(calc "$made / $PGB_SECONDS")
-            record "w2.$impl" "$rate"
-            line="$line $impl $(fmt "$rate")/s"
+            record "w2.$impl.c$c" "$rate"
+            line="$line $impl/$c $(fmt "$rate")/s"
             left=$(pending "$DB_DISPATCH")
-            [ "$left" -gt 0 ] || say "WARNING: the queue ran dry during workload 2 ($impl): the figure is a lower bound"
+            [ "$left" -gt 0 ] || say "WARNING: the queue ran dry during workload 2 ($impl, $c clients): the figure is a lower bound"
         done
-        say "W2 run $r/$RUNS (placements/s):$line"
+        say "W2 run $r/$RUNS (placements/s; implementation/clients):$line"
     done
 fi
 
@@ -395,6 +455,7 @@ SQL
 }
 
 if wants 6; then
+    phase "workload 6"
     say "W6: backend memory of one dispatch_next(1000) vs dispatch_next(100), fresh backend each"
     settle "$DB_DISPATCH" reset
     mkfifo "$WORK/mem_tick"
@@ -410,7 +471,96 @@ if wants 6; then
     done
     exec 9>&-
 fi
-if wants 1 || wants 2 || wants 4 || wants 6; then
+# ---- workload 1 (and 9) ---------------------------------------------------------------------
+# single IMPL CLIENTS KEY NAME: one pgbench run of an implementation placing one request per
+# transaction; records KEY (placements/s: new attempt rows over the run's time) and
+# KEY.placed_fraction; sets SINGLE_RATE.  A checkpoint follows, so every run starts alike.
+single() {
+    local impl=$1 c=$2 key=$3 name=$4 opts="" script before made
+    case $impl in
+        pg) script=w1_dispatch_attempt.pgbench ;;
+        next1) script=w1_dispatch_next1.pgbench ;;
+        # what 0.1.0 did by default: a NOTIFY per dispatch (issue 13)
+        pg_notify) script=w1_dispatch_attempt.pgbench; opts="-c sched.notify_workers=on" ;;
+        floor) script=w1_write_floor.pgbench ;;
+        floor_notify) script=w1_write_floor_notify.pgbench ;;
+        plpgsql) script=w1_plpgsql.pgbench ;;
+    esac
+    before=$(count_attempts "$DB_DISPATCH")
+    PGOPTIONS="$opts" pgb "$name" "$DB_DISPATCH" "$c" "$T1" -D nodes="$FLEET" -f "$PGB_DIR/$script"
+    made=$(( $(count_attempts "$DB_DISPATCH") - before ))
+    SINGLE_RATE=$(calc "$made / $PGB_SECONDS")
+    record "$key" "$SINGLE_RATE"
+    record "$key.placed_fraction" "$(calc "$made / $PGB_N")"
+    sql "$DB_DISPATCH" -c "CHECKPOINT" >/dev/null
+}
+
+# w1_reset: everything pending again; bench.rid_seq (the requests dispatch_attempt and the
+# floors take, in id order) then starts in the middle of the queue, far from its head,
+# where dispatch_next(1) takes its requests (queue order): the two never take the same
+# request, so every call of each places one.
+w1_reset() {
+    settle "$DB_DISPATCH" reset noanalyze
+    sql "$DB_DISPATCH" -c "SELECT setval('bench.rid_seq', (SELECT (min(request_id) + max(request_id)) / 2 FROM sched.request), false)" >/dev/null
+}
+
+if wants 1; then
+    phase "workload 1"
+    for c in $W1_ORDER; do
+        impls="pg next1 floor"
+        if [ "$W1_EXTRA" = 1 ]; then
+            [ "$c" != 1 ] && impls="$impls pg_notify floor_notify"
+            [ "$c" = 8 ] && impls="$impls plpgsql"
+        fi
+        say "W1: $(echo "$impls" | sed 's/ / vs /g') (pg = dispatch_attempt, next1 = dispatch_next(1)), $c clients, $FLEET nodes, ${T1} s runs"
+        w1_reset
+        for r in $(seq 1 "$RUNS"); do
+            line=""
+            for impl in $impls; do
+                single "$impl" "$c" "w1.$impl.c$c" "w1_${impl}_c${c}_$r"
+                line="$line $impl $(fmt "$SINGLE_RATE")/s"
+            done
+            say "W1 $c clients, run $r/$RUNS:$line"
+        done
+        left=$(pending "$DB_DISPATCH")
+        [ "$left" -gt 0 ] || say "WARNING: the queue ran dry during workload 1 ($c clients)"
+    done
+fi
+
+# ---- workload 9 -----------------------------------------------------------------------------
+# The fleet grows from $FLEET to $FLAT_FLEET nodes (the same generator: nodes FLEET+1 ..
+# FLAT_FLEET of fleet 'node'); one dispatch_attempt and one dispatch_next(1) per
+# transaction, 1 client, against the 1-client figures of workload 1 (measured just before,
+# on the same queue; measured here when workload 1 is not run).  Each run's session loads
+# its fleet mirror at its first call (included, at both sizes).
+if wants 9; then
+    phase "workload 9"
+    if ! wants 1; then
+        say "W9: dispatch_attempt and dispatch_next(1), 1 client, $FLEET nodes (what workload 1 would measure)"
+        w1_reset
+        for r in $(seq 1 "$RUNS"); do
+            line=""
+            for impl in pg next1; do
+                single "$impl" 1 "w1.$impl.c1" "w9_${impl}_${FLEET}_$r"
+                line="$line $impl $(fmt "$SINGLE_RATE")/s"
+            done
+            say "W9 $FLEET nodes, run $r/$RUNS:$line"
+        done
+    fi
+    say "W9: the fleet grows to $FLAT_FLEET nodes"
+    bulk "$DB_DISPATCH" $((FLEET + 1)) "$FLAT_FLEET" "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
+    sql "$DB_DISPATCH" -c "ANALYZE sched.node, sched.worker" >/dev/null
+    w1_reset
+    for r in $(seq 1 "$RUNS"); do
+        line=""
+        for impl in pg next1; do
+            single "$impl" 1 "w9.$impl" "w9_${impl}_${FLAT_FLEET}_$r"
+            line="$line $impl $(fmt "$SINGLE_RATE")/s"
+        done
+        say "W9 $FLAT_FLEET nodes, run $r/$RUNS:$line"
+    done
+fi
+if wants 1 || wants 2 || wants 4 || wants 6 || wants 9; then
     drop_db "$DB_DISPATCH"
 fi
 
@@ -436,9 +586,9 @@ w3_measure() { # LABEL NODES WITH_SQL
             # the first call of a session loads the capability into the session's fleet
             # mirror: one new connection per call (pgbench -C) measures that cold call;
             # pgbench's latency then includes the connection, so it is reported apart
-            pgb "w3_cold_${nodes}_$r" "$DB_FLEET" 1 "$T3" -C -f "$PGB_DIR/w3_select_candidate.pgbench"
+            pgb "w3_cold_${nodes}_$r" "$DB_FLEET" 1 "$T3C" -C -f "$PGB_DIR/w3_select_candidate.pgbench"
             record "w3.cold.pg.$nodes" "$(sed -nE 's/^latency average = ([0-9.]+) ms.*/\1/p' "$WORK/w3_cold_${nodes}_$r.out")"
-            pgb "w3_connect_${nodes}_$r" "$DB_FLEET" 1 "$T3" -C -f "$PGB_DIR/w3_connect_only.pgbench"
+            pgb "w3_connect_${nodes}_$r" "$DB_FLEET" 1 "$T3C" -C -f "$PGB_DIR/w3_connect_only.pgbench"
             record "w3.connect.$nodes" "$(sed -nE 's/^latency average = ([0-9.]+) ms.*/\1/p' "$WORK/w3_connect_${nodes}_$r.out")"
             say "W3 $nodes nodes, run $r/$RUNS: new connection + first select_candidate $(fmt "$(median "w3.cold.pg.$nodes")" 3) ms (connection + SELECT 1: $(fmt "$(median "w3.connect.$nodes")" 3) ms)"
         fi
@@ -446,6 +596,7 @@ w3_measure() { # LABEL NODES WITH_SQL
 }
 
 if wants 3; then
+    phase "workload 3"
     say "database $DB_FLEET: fleets for select_candidate (capability 'target'; others serve 'other')"
     create_db "$DB_FLEET"
     # pass 1: only workers of the requested capability, growing
@@ -483,6 +634,7 @@ counters() {
 }
 
 if wants 5; then
+    phase "workload 5"
     say "database $DB_HOT: hot fleet of 20 nodes (all admissible, unlimited slots), $HOT_QUEUE queued"
     create_db "$DB_HOT"
     bulk "$DB_HOT" 1 20 "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', false, 1000000, 1000000, 4000000)"
@@ -532,8 +684,119 @@ if wants 5; then
 fi
 
 # =============================================================================================
+# Workload 8: dispatch_next(100) with concurrency keys and a tenant quota in use
+# =============================================================================================
+# Two tenants of the same queue length and the same request shapes (bench.load_tenant_requests):
+# 'plain' (no key, no quota) and 'keyed' (every request with one of $KEYS concurrency keys,
+# each limited to 1,000,000 live attempts, and a quota on the tenant's live attempts, cpu,
+# memory and gpus, far above what a run reserves).  Each run dispatches one tenant's queue
+# (dispatch_next(100, tenant => ...)), 8 clients, from a reset queue.
+if wants 8; then
+    phase "workload 8"
+    say "database $DB_KEYS: fleet of $FLEET nodes; tenants 'plain' and 'keyed' with $KEYS_QUEUE requests each ('keyed': $KEYS limited concurrency keys and a tenant quota, never reached)"
+    create_db "$DB_KEYS"
+    bulk "$DB_KEYS" 1 "$FLEET" "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
+    bulk "$DB_KEYS" 1 "$KEYS_QUEUE" "SELECT bench.load_tenant_requests(@FIRST@, @LAST@, 'build', '$T0', 'plain', 0)"
+    bulk "$DB_KEYS" $((KEYS_QUEUE + 1)) $((2 * KEYS_QUEUE)) "SELECT bench.load_tenant_requests(@FIRST@, @LAST@, 'build', '$T0', 'keyed', $KEYS)"
+    w8_tenants="plain keyed"
+    if [ "$W8_SPLIT" = 1 ]; then
+        w8_tenants="plain keyed keys quota"
+        bulk "$DB_KEYS" $((2 * KEYS_QUEUE + 1)) $((3 * KEYS_QUEUE)) "SELECT bench.load_tenant_requests(@FIRST@, @LAST@, 'build', '$T0', 'keys', $KEYS)"
+        bulk "$DB_KEYS" $((3 * KEYS_QUEUE + 1)) $((4 * KEYS_QUEUE)) "SELECT bench.load_tenant_requests(@FIRST@, @LAST@, 'build', '$T0', 'quota', 0)"
+        sql "$DB_KEYS" -c "SELECT sched.set_tenant_quota('quota', 1000000, 2000000000, 1000000000000, 1000000)" >/dev/null
+    fi
+    sql "$DB_KEYS" -c "SELECT setval('sched.request_id_seq', (SELECT max(request_id) FROM sched.request))" \
+        -c "SELECT count(sched.set_concurrency_limit('key-' || k, 1000000)) FROM generate_series(0, $KEYS - 1) k" \
+        -c "SELECT sched.set_tenant_quota('keyed', 1000000, 2000000000, 1000000000000, 1000000)" >/dev/null
+    settle "$DB_KEYS"
+    for r in $(seq 1 "$RUNS"); do
+        line=""
+        for tenant in $w8_tenants; do
+            settle "$DB_KEYS" reset noanalyze
+            pgb "w8_${tenant}_$r" "$DB_KEYS" 8 "$T2" -D batch=$BATCH -D tenant=$tenant -f "$PGB_DIR/w8_dispatch_next_tenant.pgbench"
+            read -r made keyed other < <(sql "$DB_KEYS" -F ' ' -c "SELECT count(*), count(concurrency_key), count(*) FILTER (WHERE tenant <> '$tenant') FROM sched.attempt")
+            (( made > 0 )) || die "workload 8 ($tenant) placed nothing"
+            [ "$other" = 0 ] || die "workload 8: dispatch_next of tenant $tenant placed $other requests of another tenant"
+            rate=$(calc "$made / $PGB_SECONDS")
+            record "w8.$tenant" "$rate"
+            if [ "$tenant" = keyed ] || [ "$tenant" = keys ]; then
+                [ "$keyed" = "$made" ] || die "workload 8: $((made - keyed)) of tenant $tenant's attempts have no concurrency key"
+            fi
+            if [ "$tenant" != plain ]; then
+                # the limits must not have been reached (else the run measures something else)
+                held=$(sql "$DB_KEYS" -c "SELECT count(*) FROM sched.request WHERE last_reason ~ '^(concurrency_limit|tenant_quota_exceeded)'")
+                peak=$(sql "$DB_KEYS" -c "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY concurrency_key) k")
+                record "w8.held_by_limits" "$held"
+                [ "$tenant" = keyed ] && record "w8.peak_live_per_key" "$peak"
+                [ "$held" = 0 ] || say "WARNING: workload 8: $held requests were held back by a limit: the limits were reached"
+            fi
+            line="$line $tenant $(fmt "$rate")/s"
+            left=$(sql "$DB_KEYS" -c "SELECT count(*) FROM sched.request WHERE state = 'PENDING' AND tenant = '$tenant'")
+            [ "$left" -gt 0 ] || say "WARNING: the queue of tenant $tenant ran dry during workload 8: the figure is a lower bound"
+        done
+        say "W8 run $r/$RUNS (placements/s, 8 clients):$line"
+    done
+    drop_db "$DB_KEYS"
+fi
+
+# =============================================================================================
+# Workload 7: end to end, vs a plain job queue
+# =============================================================================================
+# pg_sched: $E2E_SCHEDULERS clients run w7_scheduler.pgbench (submit a batch of 100 tasks
+# while fewer than $E2E_BACKLOG are open, then dispatch_next(100)) while $E2E_WORKERS
+# clients run w7_worker.pgbench, each the worker of one node (wait_commands of its own
+# worker, start_attempt, finish_attempt: one transaction each).  The plain job queue:
+# $E2E_SCHEDULERS clients insert batches of 100 jobs while fewer than $E2E_BACKLOG are ready,
+# $E2E_WORKERS claim one FOR UPDATE SKIP LOCKED (marking it running) and then mark it done.  Both for
+# $T7 s, side by side in each run.  Tasks per second: the tasks (jobs) finished during the
+# run, over the time from the first finish to the last (finished_at: the `at` of
+# finish_attempt, now() of the marking transaction).  Open tasks are left between runs.
+if wants 7; then
+    phase "workload 7"
+    say "database $DB_E2E: $E2E_WORKERS nodes, one worker each, registered through the protocol (bench/e2e.sql), and the plain job queue's table"
+    create_db "$DB_E2E"
+    sql "$DB_E2E" -f "$HERE/e2e.sql" >/dev/null
+    E2E_GEN=$(sql "$DB_E2E" -c "SELECT string_agg(DISTINCT generation::text, ',') FROM bench.e2e_fleet($E2E_WORKERS, 1000000)")
+    [[ $E2E_GEN =~ ^[0-9]+$ ]] || die "the workers of workload 7 registered with generations '$E2E_GEN', not one"
+    for r in $(seq 1 "$RUNS"); do
+        line=""
+        for impl in pg plain; do
+            sql "$DB_E2E" -c "VACUUM (ANALYZE)" -c "CHECKPOINT" >/dev/null
+            t0=$(sql "$DB_E2E" -c "SELECT clock_timestamp()")
+            if [ "$impl" = pg ]; then
+                pgb_bg "w7_pg_workers_$r" "$DB_E2E" "$E2E_WORKERS" "$T7" -D gen="$E2E_GEN" -f "$PGB_DIR/w7_worker.pgbench"
+                pgb_bg "w7_pg_schedulers_$r" "$DB_E2E" "$E2E_SCHEDULERS" "$T7" -D batch=$BATCH -D backlog=$E2E_BACKLOG -f "$PGB_DIR/w7_scheduler.pgbench"
+                pgb_join
+                q="SELECT count(*), coalesce(extract(epoch FROM max(finished_at) - min(finished_at)), 0),
+                          (SELECT count(*) FROM sched.attempt WHERE finished_at >= '$t0' AND status <> 'SUCCEEDED')
+                     FROM sched.attempt WHERE status = 'SUCCEEDED' AND finished_at >= '$t0'"
+            else
+                pgb_bg "w7_plain_workers_$r" "$DB_E2E" "$E2E_WORKERS" "$T7" -f "$PGB_DIR/w7_job_worker.pgbench"
+                pgb_bg "w7_plain_inserters_$r" "$DB_E2E" "$E2E_SCHEDULERS" "$T7" -D batch=$BATCH -D backlog=$E2E_BACKLOG -f "$PGB_DIR/w7_job_insert.pgbench"
+                pgb_join
+                q="SELECT count(*), coalesce(extract(epoch FROM max(finished_at) - min(finished_at)), 0), 0
+                     FROM bench.job WHERE state = 'done' AND finished_at >= '$t0'"
+            fi
+            read -r n span bad < <(sql "$DB_E2E" -F ' ' -c "$q")
+            (( n > 1 )) || die "workload 7 ($impl): $n tasks finished"
+            [ "$bad" = 0 ] || say "WARNING: workload 7: $bad attempts ended otherwise than SUCCEEDED"
+            rate=$(calc "($n - 1) / $span")
+            record "w7.$impl" "$rate"
+            record "w7.$impl.failed_transactions" "$BG_FAILED"
+            line="$line $impl $(fmt "$rate") tasks/s ($n in $(fmt "$span" 1) s)"
+        done
+        say "W7 run $r/$RUNS:$line"
+    done
+    viol=$(sql "$DB_E2E" -c "SELECT coalesce(sum(violations), 0) FROM bench.check_invariants()")
+    record "w7.violations" "$viol"
+    [ "$viol" = 0 ] || say "WARNING: workload 7: $viol invariant violations after the runs"
+    drop_db "$DB_E2E"
+fi
+
+# =============================================================================================
 # Summary: one table of medians, RESULTS.md, scaling.png
 # =============================================================================================
+phase ""
 say "writing the summary"
 TABLE=$WORK/table.md
 NOTES=$WORK/notes.md
@@ -552,23 +815,68 @@ large=${sizes[${#sizes[@]}-1]}
 
 if wants 1; then
     for c in $W1_CLIENTS; do
-        pg=$(median "w1.pg.c$c"); fl=$(median "w1.floor.c$c"); pl=$(median "w1.plpgsql.c$c")
+        cs="$c clients"; [ "$c" = 1 ] && cs="1 client"
+        pg=$(median "w1.pg.c$c"); nx=$(median "w1.next1.c$c"); fl=$(median "w1.floor.c$c"); pl=$(median "w1.plpgsql.c$c")
         fn=$(median "w1.floor_notify.c$c"); pn=$(median "w1.pg_notify.c$c")
-        base="write floor $(fmt "$fl")/s"
+        base="write floor (no NOTIFY) $(fmt "$fl")/s"
         [ -n "$fn" ] && base="$base; floor + NOTIFY $(fmt "$fn")/s"
         [ -n "$pn" ] && base="$base; pg_sched with NOTIFY (notify_workers on) $(fmt "$pn")/s"
         [ -n "$pl" ] && base="$base; PL/pgSQL $(fmt "$pl")/s"
-        rt=$(ratio "$pg" "$fl")
-        row 1 "dispatch_attempt, $c client$( [ "$c" != 1 ] && echo s), $FLEET nodes" "dispatches/s" "$(fmt "$pg")" "$base" "${rt}x floor" ">= 0.8x floor" "$(yesno ge "$rt" 0.8)"
-        note "Workload 1, $c client$( [ "$c" != 1 ] && echo s): pg_sched $(fmt "$pg")/s is ${rt}x the write floor ($(fmt "$fl")/s)$( [ -n "$fn" ] && echo ", $(ratio "$pg" "$fn")x the floor with NOTIFY ($(fmt "$fn")/s)")$( [ -n "$pn" ] && echo ", $(ratio "$pg" "$pn")x itself with sched.notify_workers on ($(fmt "$pn")/s)")$( [ -n "$pl" ] && echo " and $(ratio "$pg" "$pl")x PL/pgSQL ($(fmt "$pl")/s)"); target >= 0.8x the floor: $(yesno ge "$rt" 0.8). Fraction of calls that placed: $(fmt "$(median "w1.pg.c$c.placed_fraction")" 3)."
+        rt=$(ratio "$pg" "$fl"); rn=$(ratio "$nx" "$fl")
+        row 1 "dispatch_attempt, $cs, $FLEET nodes" "dispatches/s" "$(fmt "$pg")" "$base" "${rt}x floor" ">= 0.8x floor" "$(yesno ge "$rt" 0.8)"
+        row 1 "dispatch_next(1), $cs, $FLEET nodes" "placements/s" "$(fmt "$nx")" "write floor (no NOTIFY) $(fmt "$fl")/s" "${rn}x floor" ">= 0.8x floor" "$(yesno ge "$rn" 0.8)"
+        note "Workload 1, $cs: dispatch_attempt $(fmt "$pg")/s is ${rt}x the write floor without NOTIFY ($(fmt "$fl")/s), dispatch_next(1) $(fmt "$nx")/s is ${rn}x$( [ -n "$fn" ] && echo "; dispatch_attempt is $(ratio "$pg" "$fn")x the floor with NOTIFY ($(fmt "$fn")/s)")$( [ -n "$pn" ] && echo ", $(ratio "$pg" "$pn")x itself with sched.notify_workers on ($(fmt "$pn")/s)")$( [ -n "$pl" ] && echo " and $(ratio "$pg" "$pl")x PL/pgSQL ($(fmt "$pl")/s)"); target >= 0.8x the floor: dispatch_attempt $(yesno ge "$rt" 0.8), dispatch_next(1) $(yesno ge "$rn" 0.8). Fraction of calls that placed: dispatch_attempt $(fmt "$(median "w1.pg.c$c.placed_fraction")" 3), dispatch_next(1) $(fmt "$(median "w1.next1.c$c.placed_fraction")" 3), floor $(fmt "$(median "w1.floor.c$c.placed_fraction")" 3)."
+    done
+fi
+if wants 9; then
+    for impl in pg next1; do
+        name=dispatch_attempt; [ "$impl" = next1 ] && name="dispatch_next(1)"
+        small1=$(median "w1.$impl.c1"); big=$(median "w9.$impl")
+        ms_small=$( [ -n "$small1" ] && calc "1000 / $small1" || true); ms_big=$( [ -n "$big" ] && calc "1000 / $big" || true)
+        rt=$(ratio "$ms_big" "$ms_small")
+        row 9 "$name, 1 client, $(fmt "$FLAT_FLEET") nodes" "ms per call" "$(fmt "$ms_big" 3)" "$(fmt "$FLEET") nodes: $(fmt "$ms_small" 3) ms" "${rt}x" "<= 1.2x the $(fmt "$FLEET")-node cost" "$(yesno le "$rt" 1.2)"
+        note "Workload 9, $name: one call costs $(fmt "$ms_big" 3) ms with $(fmt "$FLAT_FLEET") nodes and $(fmt "$ms_small" 3) ms with $(fmt "$FLEET") ($(fmt "$big")/s vs $(fmt "$small1")/s, 1 client, the same queue): ${rt}x; target <= 1.2x: $(yesno le "$rt" 1.2)."
     done
 fi
 if wants 2; then
-    pg=$(median w2.pg); pl=$(median w2.plpgsql); cl=$(median w2.claim)
-    rt=$(ratio "$pg" "$pl")
-    met() { ge "$pg" 10000 && ge "$rt" 5; }
-    row 2 "dispatch_next($BATCH), 8 clients, $FLEET nodes, $QUEUE queued" "placements/s" "$(fmt "$pg")" "PL/pgSQL $(fmt "$pl")/s; plain claim $(fmt "$cl") claims/s" "${rt}x PL/pgSQL; $(ratio "$pg" "$cl")x claim" ">= 10,000/s and >= 5x PL/pgSQL" "$(yesno met)"
-    note "Workload 2: pg_sched $(fmt "$pg") placements/s ($(ratio "$pg" 10000)x the 10,000/s target: $(yesno ge "$pg" 10000)), ${rt}x PL/pgSQL (target 5x: $(yesno ge "$rt" 5)); the plain queue claim, which places nothing, takes $(fmt "$cl") requests/s ($(ratio "$pg" "$cl")x)."
+    pg=$(median w2.pg.c8); pl=$(median w2.plpgsql.c8); cl=$(median w2.claim.c8); fb=$(median w2.floor_batch.c8)
+    rt=$(ratio "$pg" "$pl"); rf=$(ratio "$pg" "$fb")
+    met() { ge "$pg" 10000 && ge "$rf" 0.6 && ge "$rt" 5; }
+    row 2 "dispatch_next($BATCH), 8 clients, $FLEET nodes, $QUEUE queued" "placements/s" "$(fmt "$pg")" "batched write floor $(fmt "$fb")/s; PL/pgSQL $(fmt "$pl")/s; plain claim $(fmt "$cl") claims/s" "${rf}x batched floor; ${rt}x PL/pgSQL; $(ratio "$pg" "$cl")x claim" ">= 10,000/s, >= 0.6x batched floor and >= 5x PL/pgSQL" "$(yesno met)"
+    note "Workload 2: pg_sched $(fmt "$pg") placements/s with 8 clients ($(ratio "$pg" 10000)x the 10,000/s target: $(yesno ge "$pg" 10000)), ${rf}x the batched write floor ($(fmt "$fb")/s; target 0.6x: $(yesno ge "$rf" 0.6)), ${rt}x PL/pgSQL ($(fmt "$pl")/s; target 5x: $(yesno ge "$rt" 5)); the plain queue claim, which places nothing, takes $(fmt "$cl") requests/s ($(ratio "$pg" "$cl")x)."
+    # no collapse: 8 and 32 clients against the best of 1, 2, 4
+    best=""; bestc=""
+    for c in 1 2 4; do
+        v=$(median "w2.pg.c$c")
+        if [ -n "$v" ] && { [ -z "$best" ] || ge "$v" "$best"; }; then best=$v; bestc=$c; fi
+    done
+    for c in $W2_CLIENTS; do
+        v=$(median "w2.pg.c$c")
+        case $c in
+            8|32) row 2 "dispatch_next($BATCH), $c clients: no collapse" "placements/s" "$(fmt "$v")" "best of 1, 2, 4 clients: $(fmt "$best")/s ($bestc)" "$(ratio "$v" "$best")x best" ">= 0.9x the best of 1, 2, 4" "$(yesno ge "$(ratio "$v" "$best")" 0.9)" ;;
+            *) row 2 "dispatch_next($BATCH), $c client$( [ "$c" != 1 ] && echo s), $FLEET nodes" "placements/s" "$(fmt "$v")" "-" "$(ratio "$v" "$best")x best of 1, 2, 4" "-" "-" ;;
+        esac
+    done
+    r8=$(ratio "$pg" "$best"); r32=$(ratio "$(median w2.pg.c32)" "$best")
+    note "Workload 2, clients: $(for c in $W2_CLIENTS; do printf '%s: %s/s, ' "$c" "$(fmt "$(median "w2.pg.c$c")")"; done | sed 's/, $//'); the best of 1, 2 and 4 is $(fmt "$best")/s ($bestc clients); 8 clients get ${r8}x of it, 32 get ${r32}x (target >= 0.9x each: $(yesno ge "$r8" 0.9), $(yesno ge "$r32" 0.9))."
+fi
+if wants 8; then
+    kp=$(median w8.plain); kk=$(median w8.keyed); rt=$(ratio "$kk" "$kp")
+    held=$(awk -F'\t' '$1 == "w8.held_by_limits" { s += $2 } END { print s + 0 }' "$RES")
+    row 8 "dispatch_next($BATCH), 8 clients, $FLEET nodes: requests with concurrency keys ($KEYS keys, each limited) and a tenant quota, never reached" "placements/s" "$(fmt "$kk")" "the same without keys or quota $(fmt "$kp")/s (same database, same queue length $(fmt "$KEYS_QUEUE"))$( [ -n "$(median w2.pg.c8)" ] && echo "; workload 2: $(fmt "$(median w2.pg.c8)")/s")" "${rt}x" ">= 0.8x without them" "$(yesno ge "$rt" 0.8)"
+    split=""
+    if [ -n "$(median w8.keys)" ]; then
+        split=" Apart: with the keys only $(fmt "$(median w8.keys)")/s ($(ratio "$(median w8.keys)" "$kp")x), with the tenant quota only $(fmt "$(median w8.quota)")/s ($(ratio "$(median w8.quota)" "$kp")x)."
+        row 8 "  the same, concurrency keys only" "placements/s" "$(fmt "$(median w8.keys)")" "without $(fmt "$kp")/s" "$(ratio "$(median w8.keys)" "$kp")x" "-" "-"
+        row 8 "  the same, tenant quota only" "placements/s" "$(fmt "$(median w8.quota)")" "without $(fmt "$kp")/s" "$(ratio "$(median w8.quota)" "$kp")x" "-" "-"
+    fi
+    note "Workload 8: with concurrency keys ($KEYS keys, each limited) and a tenant quota in use, dispatch_next($BATCH) at 8 clients places $(fmt "$kk")/s, ${rt}x the $(fmt "$kp")/s of the same queue without them (target >= 0.8x: $(yesno ge "$rt" 0.8)); requests held back by a limit during the runs: $held (0: the limits were never reached); most live attempts of one key at the end of a run: $(fmt "$(median w8.peak_live_per_key)").$split"
+fi
+if wants 7; then
+    ep=$(median w7.pg); ej=$(median w7.plain); rt=$(ratio "$ep" "$ej")
+    viol=$(median w7.violations)
+    row 7 "end to end: submit, dispatch_next, wait_commands, start, finish; $E2E_SCHEDULERS scheduler + $E2E_WORKERS worker clients" "tasks/s" "$(fmt "$ep")" "plain job queue (insert; claim FOR UPDATE SKIP LOCKED; mark done) $(fmt "$ej") jobs/s" "${rt}x plain queue" ">= 0.5x plain queue" "$(yesno ge "$rt" 0.5)"
+    note "Workload 7: $(fmt "$ep") tasks/s through their whole life (submitted 100 per transaction while fewer than $(fmt "$E2E_BACKLOG") are open, placed by dispatch_next(100), each taken by its worker with wait_commands, started and finished, each call its own transaction), ${rt}x the plain job queue's $(fmt "$ej") jobs/s (target >= 0.5x: $(yesno ge "$rt" 0.5)); failed transactions: pg_sched $(awk -F'\t' '$1 == "w7.pg.failed_transactions" { s += $2 } END { print s + 0 }' "$RES"), plain $(awk -F'\t' '$1 == "w7.plain.failed_transactions" { s += $2 } END { print s + 0 }' "$RES"); invariant violations afterwards: ${viol:-n/a}."
 fi
 if wants 3; then
     for n in $W3_SIZES; do
@@ -663,8 +971,8 @@ fi
     echo "- $PG_VERSION"
     echo "- pg_sched $EXT_VERSION"
     echo "- settings: $(echo "$SETTINGS" | paste -sd ';' | sed 's/;/; /g')"
-    echo "- bench/run.sh ran $(( ($(date +%s) - START + 30) / 60 )) minutes (without the build and install of \`make bench\`)"
-    echo "- pgbench: \`-n -M prepared\`, -T per run: workload 1 ${T1} s, 2 ${T2} s, 3 ${T3} s, 5 ${T5} s; workload 4: $W4_TX transactions per run; -j 2 with more than one client"
+    echo "- bench/run.sh ran $(( ($(date +%s) - START + 30) / 60 )) minutes (without the build and install of \`make bench\`): $PHASES"
+    echo "- pgbench: \`-n -M prepared\`, -T per run: workloads 1 and 9 ${T1} s, 2 and 8 ${T2} s, 3 ${T3} s (its new-connection rows ${T3C} s), 5 ${T5} s, 7 ${T7} s; workload 4: $W4_TX transactions per run; -j 2 with more than one client"
     echo
     echo "## Results (medians)"
     echo
@@ -685,25 +993,43 @@ fi
     echo
     echo "## How it was measured"
     echo
-    echo "- Data (bench/load.sql): generated by fixed arithmetic, no randomness. Fleet of workloads 1, 2, 4, 6: $FLEET nodes with"
+    echo "- Data (bench/load.sql): generated by fixed arithmetic, no randomness. Fleet of workloads 1, 2, 4, 6, 8: $FLEET nodes with"
     echo "  zone/tier/rack labels, weights 50..150, about 9% of them not admissible (draining or disabled nodes, starting,"
     echo "  cordoned or silent workers, workers without version 1.0), capacities and slots that never run out during a run."
     echo "  Requests: capability build 1.0, priorities 0..2, arriving in id order 5 ms apart (the table is in arrival"
     echo "  order, as a real queue's is; a larger queue has the same head and a longer tail), a quarter prefer tier=fast, a tenth"
     echo "  require a zone, 100..400 mcpu and 256/512 MB reserved, 4 steps per execution. Large fleets and queues are"
     echo "  written with INSERT ... SELECT (sort_key = sched._queue_key(priority, queued_at))."
+    echo "  Workload 9 grows the same fleet to $FLAT_FLEET nodes with the same generator. Workload 8: two tenants of $KEYS_QUEUE"
+    echo "  such requests each, one with a concurrency key on every request ($KEYS keys, each limited to 1,000,000 live"
+    echo "  attempts) and a tenant quota (1,000,000 live, 2,000,000 CPUs, 10^12 MB, 10^6 GPUs), the other with neither."
+    echo "  Workload 7: $E2E_WORKERS nodes with one worker each, registered through upsert_node and register_worker; tasks"
+    echo "  submitted during the run with sched.submit (4 steps per execution, a small payload)."
     echo "- Baselines (bench/baselines.sql, loaded into the benchmark database only): write floor = the six writes of a"
     echo "  dispatch (worker slot, node reservations, attempt, START command, timeline milestone, request DISPATCHED) on a"
     echo "  node chosen in advance, in one statement; floor + NOTIFY = the same and the NOTIFY a dispatch sends (PostgreSQL"
     echo "  serializes the commits of notifying transactions); plain queue claim = UPDATE of the next N requests selected FOR UPDATE SKIP LOCKED in"
     echo "  queue-index order; PL/pgSQL = the same admission rules as one WHERE clause, the same score and tie-break, the"
     echo "  same locks (advisory, request, execution FOR SHARE, worker+node FOR UPDATE SKIP LOCKED with re-check) and writes"
-    echo "  and NOTIFY, and dispatch_next's queue order, written plainly."
-    echo "- Workload 1 counts placements (new attempt rows) per second; runs of the three implementations alternate."
-    echo "  Workload 2 resets the database (everything pending, nothing reserved) before every run."
+    echo "  and NOTIFY, and dispatch_next's queue order, written plainly; batched write floor = the six writes for the next"
+    echo "  $BATCH requests taken as the plain claim takes them, in one statement, request k of the batch on node"
+    echo "  ((client number x $BATCH + k) mod $FLEET) + 1: every client writes its own nodes; plain job queue (workload 7) ="
+    echo "  a table of jobs (bench/e2e.sql), inserted $BATCH per transaction, claimed one at a time (the oldest ready,"
+    echo "  FOR UPDATE SKIP LOCKED, marked running) and marked done in a second transaction."
+    echo "- Workload 1 counts placements (new attempt rows) per second; runs of the implementations alternate, from a queue"
+    echo "  reset for each number of clients; dispatch_attempt and the floor take requests by id from the middle of the"
+    echo "  queue, dispatch_next(1) from its head, so none finds its request taken. Workload 9 measures the same at 1 client"
+    echo "  after the fleet grew, right after workload 1's 1-client runs; cost per call = 1 / placements per second."
+    echo "  Workloads 2 and 8 reset the database (everything pending, nothing reserved) before every run."
+    echo "- Workload 7: both systems in each run, one after the other, each for ${T7} s: $E2E_SCHEDULERS submitting clients and"
+    echo "  $E2E_WORKERS worker clients at once (two pgbench processes); a submitting client submits (inserts) $BATCH while"
+    echo "  fewer than $E2E_BACKLOG tasks are open (pending or live; jobs: ready), so the run stays in a steady state;"
+    echo "  pg_sched's also runs dispatch_next($BATCH) every time. A worker client takes one command per wait_commands"
+    echo "  (max 1, timeout 200 ms), a job worker one job per claim (2 ms sleep when none is ready)."
+    echo "  Tasks per second = (tasks finished - 1) / (last finish - first finish) of the run."
     echo "- Workload 3: p50 of the per-transaction latencies pgbench logs (\`--log\`), 1 client, on the client side"
     echo "  (includes the round trip). One session runs all calls, so after its first call the session's fleet mirror"
-    echo "  re-reads only changed nodes (none here); the cold rows open a new connection for every call (\\`pgbench -C\\`),"
+    echo "  re-reads only changed nodes (none here); the cold rows open a new connection for every call (\`pgbench -C\`),"
     echo "  whose first select_candidate loads the capability whole, and show the mean next to a new connection running SELECT 1."
     echo "- Workload 4: 1 client, runs of $W4_TX committed transactions ($((W4_TX * BATCH)) placements) from a reset queue, so the"
     echo "  queue keeps at least 70% of its length; cost per dispatch = run time / placements (commits included)."
@@ -730,4 +1056,5 @@ cat "$TABLE"
 echo
 cat "$NOTES"
 echo
+say "time by workload: $PHASES"
 say "done: $OUT/RESULTS.md$( [ -f "$OUT/scaling.png" ] && echo ", $OUT/scaling.png")"

@@ -7,6 +7,23 @@
 #include "utils/timestamp.h"
 #include "fleet.h"
 
+/*
+ * What admission found of one placement's static reasons on a batch fleet's rows
+ * (sched_batch_admit): the requests of one shape ask the same of every node but for
+ * what changes as attempts come and go, so each row is judged once per shape and
+ * batch.  A row written since (sched_batch_update_rows) is judged again.
+ */
+#define SCHED_ADMIT_MEMOS 8
+
+typedef struct SchedAdmitMemo
+{
+	bool		used;
+	uint64		last_use;
+	SchedPlacement p;			/* a copy, in the batch's memory */
+	uint8	   *state;			/* per row: 0 not judged, 1 admits, 2 refuses */
+	int32	   *matches;		/* per row that admits: preferred labels matched */
+} SchedAdmitMemo;
+
 /* One fleet a batch read (once per capability and kind) and keeps current. */
 typedef struct SchedBatchFleet
 {
@@ -14,6 +31,8 @@ typedef struct SchedBatchFleet
 	bool		all_nodes;
 	SchedFleet	fleet;
 	int		   *by_node;		/* row indexes sorted by node_id */
+	SchedAdmitMemo memos[SCHED_ADMIT_MEMOS];
+	uint64		memo_uses;
 } SchedBatchFleet;
 
 /* The rows one reservation writes (worker and node counters, attempt, START command,
@@ -72,6 +91,12 @@ typedef struct SchedBatch
  * worker of it), read on first use (the batch's reservations are written first). */
 extern SchedFleet *sched_batch_fleet(SchedBatch *batch, const char *capability,
 									 bool all_nodes);
+/*
+ * sched_fleet_admit (fleet.h) on a fleet of the batch, judging each row's static reasons
+ * once per shape: the admitted rows, scored, into out; the same result.
+ */
+extern int	sched_batch_admit(SchedBatch *batch, SchedFleet *fleet, const SchedPlacement *p,
+							  SchedRanked *out);
 /* Forgets the fleets read so far: the next use reads them again (after a gang, whose
  * members were placed without the batch). */
 extern void sched_batch_forget_fleets(SchedBatch *batch);

@@ -295,6 +295,21 @@ extern bool sched_version_in_range(const SchedVersion *v, const SchedVersionBoun
  */
 extern SchedReasonSet sched_admission(const SchedPlacement *p, const SchedCandidate *c);
 
+/*
+ * The reasons of sched_admission that change as attempts come and go (no_free_slot and
+ * the *_exhausted codes), for a candidate that has no other reason: then
+ * sched_admission(p, c) == sched_admission_transient(p, c).
+ */
+extern SchedReasonSet sched_admission_transient(const SchedPlacement *p, const SchedCandidate *c);
+
+/*
+ * Whether a and b ask the same of every node in all but what changes as attempts come
+ * and go: then, for any candidate, sched_admission(a, c) and sched_admission(b, c) have
+ * the same reasons outside SCHED_TRANSIENT_REASONS, and the score's preferred_matches
+ * are the same.  (The capability is the caller's: it picks the fleet.)
+ */
+extern bool sched_placement_same_static(const SchedPlacement *a, const SchedPlacement *b);
+
 /* A weight <= 0 scores as 100. */
 extern int32_t sched_effective_weight(int32_t weight);
 
@@ -307,6 +322,11 @@ extern int32_t sched_effective_weight(int32_t weight);
  * (index left to the caller).
  */
 extern void sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out);
+
+/* sched_score with the preferred labels' matches already counted
+ * (sched_labels_matching(&c->labels, &p->preferred_labels)). */
+extern void sched_score_matched(const SchedCandidate *c, int32_t preferred_matches,
+								SchedRanked *out);
 
 /*
  * Counts `attempts` more running attempts on the node of r: what r will score once

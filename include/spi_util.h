@@ -24,10 +24,19 @@ typedef struct SchedStatement
 	bool		generic_plan;	/* never plan for the values (CURSOR_OPT_GENERIC_PLAN):
 								 * for statements whose values the planner would only
 								 * look at to arrive at the same plan */
+	bool		keyed;			/* reaches its rows by key: planned (and planned again)
+								 * without sequential scans (spi_util.c) */
+	bool		ordered;		/* walks an index in its ORDER BY: planned (and planned
+								 * again) without sorts, bitmap or sequential scans */
 } SchedStatement;
 
 /* The kept plan of a statement, prepared on first use. */
 extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
+
+/* A cursor on a kept statement, planned and started with the settings every statement
+ * of pg_sched runs with (spi_util.c); fails loudly when SPI cannot open it. */
+extern Portal sched_spi_cursor_open(SchedStatement *stmt, Datum *values, const char *nulls,
+									bool read_only);
 
 /* Runs a kept statement; fails loudly unless SPI returns `expected`.  Returns in the
  * caller's memory context (SPI itself returns in its procedure context). */

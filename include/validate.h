@@ -51,6 +51,11 @@ typedef struct SchedPlacementArgs
  */
 extern void sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out);
 
+/* The same for sched.pending_explanation's arguments (capability, capability_version,
+ * required_labels, the six amounts, node_id, at), checked as the what-if functions
+ * check theirs. */
+extern void sched_placement_from_pending_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out);
+
 /* heartbeat cutoff = at - ttl (ttl NULL: sched.heartbeat_ttl).  Checks ttl > 0. */
 extern void sched_placement_set_clock(SchedPlacementArgs *args, TimestampTz at, Interval *ttl);
 

@@ -316,6 +316,34 @@ SELECT milestone, detail
   FROM sched.execution_timeline('e1000000-0000-0000-0000-000000000001');
 
 -- ---------------------------------------------------------------------------------
+-- The view sched.pending is sched.pending(now()) row for row (its query is written twice,
+-- once to stream in the view and once in the function); in one transaction now() is
+-- one time.  Each of its rows explained by pending_explanation as pending_explanations
+-- explains it; the first rows read alone are the first rows of the whole.
+-- ---------------------------------------------------------------------------------
+BEGIN;
+SELECT count(*) AS view_rows,
+       (SELECT count(*) FROM sched.pending(now())) AS function_rows,
+       (SELECT count(*) FROM (SELECT * FROM sched.pending EXCEPT ALL SELECT * FROM sched.pending(now())) d) AS only_in_view,
+       (SELECT count(*) FROM (SELECT * FROM sched.pending(now()) EXCEPT ALL SELECT * FROM sched.pending) d) AS only_in_function
+  FROM sched.pending;
+SELECT (SELECT array_agg(request_id ORDER BY queued_at, request_id) FROM sched.request
+         WHERE state IN ('PENDING', 'CLAIMED'))
+       = (SELECT array_agg(request_id) FROM sched.pending) AS oldest_first;
+SELECT (SELECT array_agg(request_id) FROM (SELECT request_id FROM sched.pending LIMIT 2) f)
+       = (SELECT (array_agg(request_id))[1:2] FROM sched.pending) AS first_rows_alone;
+SELECT count(*) AS rows, count(*) FILTER (WHERE x.explanation = e.explanation AND x.blocked = e.blocked) AS same
+  FROM sched.request r
+  JOIN sched.pending_explanations(now()) e USING (request_id)
+  CROSS JOIN LATERAL sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
+       r.min_cpu_millis, r.min_memory_mb, r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb,
+       r.reserve_gpus, r.node_id, now()) x;
+COMMIT;
+-- a shape no request has: its explanation all the same
+SELECT * FROM sched.pending_explanation('render', '9.9', '{}', 0, 0, 0, 0, 0, 0, NULL, '2024-01-01 12:00:00+00');
+SELECT * FROM sched.pending_explanation('render', '1.0', '{"zone": {"in": ["nowhere"]}}', 0, 0, 0, 0, 0, 0, NULL, '2024-01-01 12:00:00+00');
+
+-- ---------------------------------------------------------------------------------
 -- Bad input: NULL is 22004, an unknown id 42704
 -- ---------------------------------------------------------------------------------
 \set VERBOSITY sqlstate
@@ -328,8 +356,14 @@ SELECT * FROM sched.pending(NULL);
 SELECT * FROM sched.node_overview(NULL);
 SELECT * FROM sched.queue_stats(NULL);
 SELECT * FROM sched.attempt_overview(NULL);
+SELECT * FROM sched.pending_explanation(NULL, '1.0', '{}', 0, 0, 0, 0, 0, 0, NULL, now());
+SELECT * FROM sched.pending_explanation('build', '1.0', '{}', 0, 0, 0, 0, 0, 0, NULL, NULL);
+SELECT * FROM sched.pending_explanation('build', '1.0', '[1]', 0, 0, 0, 0, 0, 0, NULL, now());
+SELECT * FROM sched.pending_explanation('build', '1.0', '{}', 0, 0, 0, 0, 0, 0, NULL, 'infinity');
 -- the messages name the parameter / the id
 \set VERBOSITY terse
+SELECT * FROM sched.pending_explanation('build', '1.0', '{}', NULL, 0, 0, 0, 0, 0, NULL, now());
+SELECT * FROM sched.pending_explanation('build', '1.0', '{"a": {"gt": "x"}}', 0, 0, 0, 0, 0, 0, NULL, now());
 SELECT * FROM sched.node_overview(NULL);
 SELECT sched.explain(NULL, '2024-01-01 12:00:00+00');
 SELECT sched.explain(999999, '2024-01-01 12:00:00+00');

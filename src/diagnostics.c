@@ -19,45 +19,43 @@
 #include "settings.h"
 
 #include "funcapi.h"
+#include "catalog/pg_type.h"
+#include "utils/hsearch.h"
+#include "lib/stringinfo.h"
+#include "utils/jsonb.h"
 #include "utils/array.h"
 #include "common/hashfn.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(sched_pending_explanations);
 
+/* the parameters admission depends on, in the order of sched.pending_explanation's
+ * arguments (and of pending_requests' columns after the request id) */
 enum
 {
-	PS_REQUEST_ID = 1, PS_SHAPE, PS_CAPABILITY, PS_VERSION, PS_REQUIRED, PS_MIN_CPU, PS_MIN_MEM,
-	PS_MIN_GPUS, PS_RES_CPU, PS_RES_MEM, PS_RES_GPUS, PS_NODE_ID, PS_COUNT = PS_NODE_ID
+	PS_CAPABILITY, PS_VERSION, PS_REQUIRED, PS_MIN_CPU, PS_MIN_MEM, PS_MIN_GPUS, PS_RES_CPU,
+	PS_RES_MEM, PS_RES_GPUS, PS_NODE_ID, PS_COUNT
 };
 
-/* every open request with the parameters admission depends on, and their text as a key:
- * each text length-prefixed, so no two shapes share a key whatever their texts hold */
+/* every open request with the parameters admission depends on */
 static SchedStatement pending_requests = {
-	"SELECT r.request_id, "
-	"       pg_catalog.concat(pg_catalog.length(r.capability), ':', r.capability, "
-	"                         pg_catalog.length(r.capability_version), ':', r.capability_version, "
-	"                         pg_catalog.length(r.required_labels::pg_catalog.text), ':', "
-	"                         r.required_labels::pg_catalog.text, ',', r.min_cpu_millis, ',', "
-	"                         r.min_memory_mb, ',', r.min_gpus, ',', r.reserve_cpu_millis, ',', "
-	"                         r.reserve_memory_mb, ',', r.reserve_gpus, ',', "
-	"                         CASE WHEN r.node_id IS NULL THEN '-' "
-	"                              ELSE pg_catalog.concat(pg_catalog.length(r.node_id), ':', r.node_id) END), "
-	"       r.capability, r.capability_version, r.required_labels, r.min_cpu_millis, "
-	"       r.min_memory_mb, r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, "
-	"       r.reserve_gpus, r.node_id "
+	"SELECT r.request_id, r.capability, r.capability_version, r.required_labels, "
+	"       r.min_cpu_millis, r.min_memory_mb, r.min_gpus, r.reserve_cpu_millis, "
+	"       r.reserve_memory_mb, r.reserve_gpus, r.node_id "
 	"  FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[])",
 	0, {InvalidOid}
 };
 
 typedef struct ShapeEntry
 {
-	char	   *key;			/* hash key: the shape's text (palloc'd) */
+	char	   *key;			/* hash key: the shape's parameters, as shape_key writes
+								 * them (palloc'd) */
+	int			keylen;
 	char	   *summary;
 	const char *blocked;
 } ShapeEntry;
 
-/* Open addressing on the shape's text; size a power of two, at most half full. */
+/* Open addressing on the shape's key; size a power of two, at most half full. */
 typedef struct ShapeTable
 {
 	int			size;
@@ -65,20 +63,76 @@ typedef struct ShapeTable
 	ShapeEntry *slots;
 } ShapeTable;
 
-static ShapeEntry *
-shape_slot(ShapeEntry *slots, int size, const char *key)
+/*
+ * The key of a shape: each parameter in turn, a text or jsonb as its length (-1: NULL)
+ * and its bytes, a number as its 8 bytes.  Two keys are equal only when every parameter
+ * is (two jsonb values equal but stored apart, 1.0 and 1.00, are two keys: evaluated
+ * twice, to the same explanation).
+ */
+static void
+shape_key(StringInfo buf, const Datum *v, const bool *n)
 {
-	uint32		h = hash_bytes((const unsigned char *) key, (int) strlen(key));
+	int			i;
+
+	resetStringInfo(buf);
+	for (i = 0; i < PS_COUNT; i++)
+	{
+		switch (i)
+		{
+			case PS_CAPABILITY:
+			case PS_VERSION:
+			case PS_REQUIRED:
+			case PS_NODE_ID:
+				{
+					int32		len = -1;
+
+					if (!n[i])
+					{
+						struct varlena *d = PG_DETOAST_DATUM_PACKED(v[i]);
+
+						len = VARSIZE_ANY_EXHDR(d);
+						appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
+						appendBinaryStringInfo(buf, VARDATA_ANY(d), len);
+					}
+					else
+						appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
+					break;
+				}
+			case PS_MIN_MEM:
+			case PS_RES_MEM:
+				{
+					int64		x = DatumGetInt64(v[i]);
+
+					appendBinaryStringInfo(buf, (char *) &x, sizeof(x));
+					break;
+				}
+			default:
+				{
+					int64		x = DatumGetInt32(v[i]);
+
+					appendBinaryStringInfo(buf, (char *) &x, sizeof(x));
+					break;
+				}
+		}
+	}
+}
+
+static ShapeEntry *
+shape_slot(ShapeEntry *slots, int size, const char *key, int keylen)
+{
+	uint32		h = hash_bytes((const unsigned char *) key, keylen);
 	int			i;
 
 	for (i = h & (size - 1);; i = (i + 1) & (size - 1))
-		if (slots[i].key == NULL || strcmp(slots[i].key, key) == 0)
+		if (slots[i].key == NULL ||
+			(slots[i].keylen == keylen && memcmp(slots[i].key, key, keylen) == 0))
 			return &slots[i];
 }
 
-/* The entry of `key` (found) or a new one holding key (not found; caller fills it). */
+/* The entry of `key` (found) or a new one holding a copy of key, allocated in the current
+ * memory context (not found; the caller fills it). */
 static ShapeEntry *
-lookup_shape(ShapeTable *t, char *key, bool *found)
+lookup_shape(ShapeTable *t, const char *key, int keylen, bool *found)
 {
 	ShapeEntry *e;
 
@@ -90,15 +144,17 @@ lookup_shape(ShapeTable *t, char *key, bool *found)
 
 		for (i = 0; i < t->size; i++)
 			if (t->slots[i].key != NULL)
-				*shape_slot(slots, size, t->slots[i].key) = t->slots[i];
+				*shape_slot(slots, size, t->slots[i].key, t->slots[i].keylen) = t->slots[i];
 		t->slots = slots;
 		t->size = size;
 	}
-	e = shape_slot(t->slots, t->size, key);
+	e = shape_slot(t->slots, t->size, key, keylen);
 	*found = e->key != NULL;
 	if (!*found)
 	{
-		e->key = key;
+		e->key = palloc(keylen);
+		memcpy(e->key, key, keylen);
+		e->keylen = keylen;
 		t->count++;
 	}
 	return e;
@@ -126,7 +182,7 @@ summarize(const SchedPlacement *p, const SchedFleet *fleet, ShapeEntry *e)
 		: verdict == SCHED_VERDICT_WAITS ? "transient" : "static";
 }
 
-/* The fleet of `capability` (every node), read once per call: all label maps parsed. */
+/* The fleet of `capability` (every node), read once per cache: all label maps parsed. */
 static SchedFleet *
 fleet_of(List **fleets, const char *capability)
 {
@@ -146,33 +202,37 @@ fleet_of(List **fleets, const char *capability)
 	return &cf->fleet;
 }
 
-/* Evaluates one shape (the request in v/n) over its capability's fleet. */
+/* Evaluates one shape over its capability's fleet (SPI connected). */
 static void
-evaluate_shape(Datum *v, bool *n, TimestampTz at, List **fleets, ShapeEntry *e)
+evaluate_placement(const SchedPlacementArgs *args, List **fleets, ShapeEntry *e)
+{
+	summarize(&args->p, fleet_of(fleets, args->p.capability), e);
+}
+
+/* Evaluates one shape (its parameters in v/n, from a request row) (SPI connected). */
+static void
+evaluate_shape(const Datum *v, const bool *n, TimestampTz at, List **fleets, ShapeEntry *e)
 {
 	SchedPlacementArgs args;
 	SchedPlacement *p = &args.p;
-	SchedFleet *fleet;
 
 	memset(&args, 0, sizeof(args));
-	p->capability = TextDatumGetCString(v[PS_CAPABILITY - 1]);
-	p->capability_version = TextDatumGetCString(v[PS_VERSION - 1]);
-	sched_required_labels_from_jsonb(DatumGetJsonbP(v[PS_REQUIRED - 1]), "required_labels",
+	p->capability = TextDatumGetCString(v[PS_CAPABILITY]);
+	p->capability_version = TextDatumGetCString(v[PS_VERSION]);
+	sched_required_labels_from_jsonb(DatumGetJsonbP(v[PS_REQUIRED]), "required_labels",
 									 &p->required_labels);
-	p->min_cpu_millis = DatumGetInt32(v[PS_MIN_CPU - 1]);
-	p->min_memory_mb = DatumGetInt64(v[PS_MIN_MEM - 1]);
-	p->min_gpus = DatumGetInt32(v[PS_MIN_GPUS - 1]);
-	p->reserve_cpu_millis = DatumGetInt32(v[PS_RES_CPU - 1]);
-	p->reserve_memory_mb = DatumGetInt64(v[PS_RES_MEM - 1]);
-	p->reserve_gpus = DatumGetInt32(v[PS_RES_GPUS - 1]);
-	p->pin_node_id = n[PS_NODE_ID - 1] ? NULL : TextDatumGetCString(v[PS_NODE_ID - 1]);
+	p->min_cpu_millis = DatumGetInt32(v[PS_MIN_CPU]);
+	p->min_memory_mb = DatumGetInt64(v[PS_MIN_MEM]);
+	p->min_gpus = DatumGetInt32(v[PS_MIN_GPUS]);
+	p->reserve_cpu_millis = DatumGetInt32(v[PS_RES_CPU]);
+	p->reserve_memory_mb = DatumGetInt64(v[PS_RES_MEM]);
+	p->reserve_gpus = DatumGetInt32(v[PS_RES_GPUS]);
+	p->pin_node_id = n[PS_NODE_ID] ? NULL : TextDatumGetCString(v[PS_NODE_ID]);
 	sched_placement_set_clock(&args, at, NULL);
-
-	fleet = fleet_of(fleets, p->capability);
-	summarize(p, fleet, e);
+	evaluate_placement(&args, fleets, e);
 }
 
-/* sched._pending_explanations(at) → (request_id, explanation, blocked) per open request */
+/* sched.pending_explanations(at) → (request_id, explanation, blocked) per open request */
 Datum
 sched_pending_explanations(PG_FUNCTION_ARGS)
 {
@@ -181,6 +241,7 @@ sched_pending_explanations(PG_FUNCTION_ARGS)
 	ShapeTable	shapes;
 	List	   *fleets = NIL;
 	Portal		portal;
+	StringInfoData key;
 
 	sched_check_not_null(fcinfo, 0, "at");
 	sched_check_time(PG_GETARG_TIMESTAMPTZ(0), "at");
@@ -190,9 +251,8 @@ sched_pending_explanations(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 
 	memset(&shapes, 0, sizeof(shapes));
-	portal = SPI_cursor_open(NULL, sched_spi_plan(&pending_requests), NULL, NULL, true);
-	if (portal == NULL)
-		elog(ERROR, "pg_sched: could not open the pending cursor");
+	initStringInfo(&key);
+	portal = sched_spi_cursor_open(&pending_requests, NULL, NULL, true);
 	for (;;)
 	{
 		uint64		i;
@@ -208,22 +268,19 @@ sched_pending_explanations(PG_FUNCTION_ARGS)
 			break;
 		for (i = 0; i < nrows; i++)
 		{
-			Datum		v[PS_COUNT];
-			bool		n[PS_COUNT];
+			Datum		v[1 + PS_COUNT];
+			bool		n[1 + PS_COUNT];
 			Datum		values[3];
 			bool		nulls[3] = {0};
-			char	   *key;
 			ShapeEntry *e;
 			bool		found;
 
 			heap_deform_tuple(rows->vals[i], rows->tupdesc, v, n);
-			key = TextDatumGetCString(v[PS_SHAPE - 1]);
-			e = lookup_shape(&shapes, key, &found);
+			shape_key(&key, v + 1, n + 1);
+			e = lookup_shape(&shapes, key.data, key.len, &found);
 			if (!found)
-				evaluate_shape(v, n, at, &fleets, e);
-			else
-				pfree(key);
-			values[0] = v[PS_REQUEST_ID - 1];
+				evaluate_shape(v + 1, n + 1, at, &fleets, e);
+			values[0] = v[0];
 			values[1] = CStringGetTextDatum(e->summary);
 			values[2] = CStringGetTextDatum(e->blocked);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -233,6 +290,255 @@ sched_pending_explanations(PG_FUNCTION_ARGS)
 	SPI_cursor_close(portal);
 	SPI_finish();
 	return (Datum) 0;
+}
+
+/*
+ * What sched.pending_explanation keeps from one call to the next of one query (in
+ * fn_extra, in the query's memory): the shapes evaluated so far and the fleets read, at
+ * one time `at`.  The view sched.pending calls it once per row it returns, so a query
+ * that reads its first 100 rows evaluates the shapes of those rows only.
+ */
+typedef struct PendingCache
+{
+	TimestampTz at;
+	ShapeTable	shapes;
+	List	   *fleets;
+	StringInfoData key;
+	TupleDesc	desc;
+} PendingCache;
+
+/*
+ * sched.pending_explanation(capability, capability_version, required_labels,
+ * min_cpu_millis, min_memory_mb, min_gpus, reserve_cpu_millis, reserve_memory_mb,
+ * reserve_gpus, node_id, at) → (explanation, blocked): for one request with these
+ * parameters, what sched.pending_explanations says of it.
+ */
+PG_FUNCTION_INFO_V1(sched_pending_explanation);
+
+Datum
+sched_pending_explanation(PG_FUNCTION_ARGS)
+{
+	PendingCache *c = (PendingCache *) fcinfo->flinfo->fn_extra;
+	MemoryContext caller = CurrentMemoryContext;
+	Datum		v[PS_COUNT];
+	bool		n[PS_COUNT];
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	TimestampTz at;
+	ShapeEntry *e;
+	bool		found;
+	int			i;
+
+	/* (the arguments are checked below, once per shape: equal keys, equal arguments) */
+	for (i = 0; i < PS_COUNT; i++)
+	{
+		n[i] = PG_ARGISNULL(i);
+		v[i] = n[i] ? (Datum) 0 : PG_GETARG_DATUM(i);
+	}
+	sched_check_not_null(fcinfo, PS_COUNT, "at");
+	at = PG_GETARG_TIMESTAMPTZ(PS_COUNT);
+
+	MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	if (c == NULL || c->at != at)
+	{
+		TupleDesc	desc;
+
+		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "pg_sched: pending_explanation must return a record");
+		c = palloc0(sizeof(PendingCache));
+		c->at = at;
+		initStringInfo(&c->key);
+		c->desc = BlessTupleDesc(desc);
+		fcinfo->flinfo->fn_extra = c;
+	}
+	shape_key(&c->key, v, n);
+	e = lookup_shape(&c->shapes, c->key.data, c->key.len, &found);
+	if (!found)
+	{
+		SchedPlacementArgs args;
+
+		/* (an error here ends the query, and this cache with its memory) */
+		sched_placement_from_pending_args(fcinfo, &args);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_sched: SPI_connect failed");
+		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		evaluate_placement(&args, &c->fleets, e);
+		SPI_finish();
+	}
+	MemoryContextSwitchTo(caller);
+	values[0] = CStringGetTextDatum(e->summary);
+	values[1] = CStringGetTextDatum(e->blocked);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(c->desc, values, nulls)));
+}
+
+/*
+ * What sched.limit_reason keeps from one call to the next of one query (fn_extra): the
+ * reasons sched.limit_explanations(at) gives, by request, read once.
+ */
+typedef struct LimitReasons
+{
+	TimestampTz at;
+	HTAB	   *reasons;		/* request_id → LimitReason */
+} LimitReasons;
+
+typedef struct LimitReason
+{
+	int64		request_id;
+	char	   *reason;
+} LimitReason;
+
+static SchedStatement limit_reasons = {
+	"SELECT l.request_id, l.reason FROM sched.limit_explanations($1) l",
+	1, {TIMESTAMPTZOID}
+};
+
+/*
+ * sched.limit_reason(request_id, at) → text: the reason sched.limit_explanations(at)
+ * gives for the request (a limit that holds it back now), or NULL.  The view
+ * sched.pending calls it once per row it returns; limit_explanations runs once per query
+ * (it returns at once when no limit is set), so no row is joined to it again and again.
+ */
+PG_FUNCTION_INFO_V1(sched_limit_reason);
+
+Datum
+sched_limit_reason(PG_FUNCTION_ARGS)
+{
+	LimitReasons *c = (LimitReasons *) fcinfo->flinfo->fn_extra;
+	int64		request_id;
+	TimestampTz at;
+	LimitReason *found;
+
+	sched_check_not_null(fcinfo, 0, "request_id");
+	sched_check_not_null(fcinfo, 1, "at");
+	request_id = PG_GETARG_INT64(0);
+	at = PG_GETARG_TIMESTAMPTZ(1);
+	sched_check_time(at, "at");
+	if (c == NULL || c->at != at)
+	{
+		MemoryContext caller = CurrentMemoryContext;
+		HASHCTL		ctl;
+		Datum		arg = TimestampTzGetDatum(at);
+		uint64		i;
+
+		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		c = palloc0(sizeof(LimitReasons));
+		c->at = at;
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(LimitReason);
+		ctl.hcxt = fcinfo->flinfo->fn_mcxt;
+		c->reasons = hash_create("pg_sched limit reasons", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_sched: SPI_connect failed");
+		sched_spi_exec(&limit_reasons, &arg, NULL, true, 0, SPI_OK_SELECT);
+		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		for (i = 0; i < SPI_processed; i++)
+		{
+			int64		id = sched_spi_int64(i, 1);
+			char	   *reason = sched_spi_text(i, 2);
+			bool		exists;
+			LimitReason *r = hash_search(c->reasons, &id, HASH_ENTER, &exists);
+
+			if (!exists)
+				r->reason = reason != NULL ? pstrdup(reason) : NULL;
+		}
+		SPI_finish();
+		MemoryContextSwitchTo(caller);
+		fcinfo->flinfo->fn_extra = c;
+	}
+	found = hash_search(c->reasons, &request_id, HASH_FIND, NULL);
+	if (found == NULL || found->reason == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(found->reason));
+}
+
+/*
+ * What sched.gang_reason keeps from one call to the next of one query (fn_extra): each
+ * gang not placed yet, with its size and how many members it has, read once.
+ */
+typedef struct GangsOpen
+{
+	HTAB	   *gangs;			/* gang_id → GangOpen */
+} GangsOpen;
+
+typedef struct GangOpen
+{
+	pg_uuid_t	gang_id;
+	int32		size;
+	int64		members;
+} GangOpen;
+
+static SchedStatement gangs_open = {
+	"SELECT g.gang_id, g.gang_size, "
+	"       (SELECT pg_catalog.count(*) FROM sched.request m "
+	"         WHERE m.gang_id OPERATOR(pg_catalog.=) g.gang_id) "
+	"  FROM sched.gang g WHERE g.placed_at IS NULL",
+	0, {InvalidOid}
+};
+
+/*
+ * sched.gang_reason(gang_id, last_reason) → text: why a request of gang gang_id waits
+ * for its gang, as sched.pending says it: "gang_incomplete: gang … has 2 of 4 members
+ * submitted" while members are missing, else the reason its last try wrote if that was
+ * the gang's ("gang_incomplete: …"); NULL without gang, for a gang placed, or for a
+ * last reason of another kind.  The unplaced gangs are read once per query.
+ */
+PG_FUNCTION_INFO_V1(sched_gang_reason);
+
+Datum
+sched_gang_reason(PG_FUNCTION_ARGS)
+{
+	GangsOpen  *c = (GangsOpen *) fcinfo->flinfo->fn_extra;
+	pg_uuid_t  *gang_id;
+	GangOpen   *g;
+	text	   *last;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	gang_id = PG_GETARG_UUID_P(0);
+	if (c == NULL)
+	{
+		MemoryContext caller = CurrentMemoryContext;
+		HASHCTL		ctl;
+		uint64		i;
+
+		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		c = palloc0(sizeof(GangsOpen));
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(pg_uuid_t);
+		ctl.entrysize = sizeof(GangOpen);
+		ctl.hcxt = fcinfo->flinfo->fn_mcxt;
+		c->gangs = hash_create("pg_sched open gangs", 64, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_sched: SPI_connect failed");
+		sched_spi_exec(&gangs_open, NULL, NULL, true, 0, SPI_OK_SELECT);
+		for (i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			pg_uuid_t	id = *DatumGetUUIDP(sched_spi_get(i, 1, &isnull));
+			GangOpen   *e = hash_search(c->gangs, &id, HASH_ENTER, NULL);
+
+			e->size = (int32) sched_spi_int64(i, 2);
+			e->members = sched_spi_int64(i, 3);
+		}
+		SPI_finish();
+		MemoryContextSwitchTo(caller);
+		fcinfo->flinfo->fn_extra = c;
+	}
+	g = hash_search(c->gangs, gang_id, HASH_FIND, NULL);
+	if (g == NULL)
+		PG_RETURN_NULL();
+	if (g->members < g->size)
+		PG_RETURN_TEXT_P(cstring_to_text(psprintf("gang_incomplete: gang %s has " INT64_FORMAT " of %d members submitted",
+												  sched_uuid_out(gang_id), g->members, g->size)));
+	if (PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	last = PG_GETARG_TEXT_PP(1);
+	if (VARSIZE_ANY_EXHDR(last) >= 16 && memcmp(VARDATA_ANY(last), "gang_incomplete:", 16) == 0)
+		PG_RETURN_TEXT_P(last);
+	PG_RETURN_NULL();
 }
 
 /* sched._dispatch_counters() → (calls, placements, conflicts, held_passed) since the

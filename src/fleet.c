@@ -52,7 +52,9 @@ StaticAssertDecl(FC_NODE_TID == SCHED_FLEET_COLUMN_COUNT, "fleet columns out of 
 static SchedStatement fleet_capable = {
 	FLEET_COLUMNS
 	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
-	" WHERE w.capability OPERATOR(pg_catalog.=) $1",
+	" WHERE w.capability OPERATOR(pg_catalog.=) $1 "
+	/* in node order, as a dispatch batch indexes its copy (batch.c: no sort then) */
+	" ORDER BY n.node_id COLLATE pg_catalog.\"C\"",
 	1, {TEXTOID}, NULL, true		/* a capability may have 1 worker or most of the fleet */
 };
 
@@ -68,14 +70,16 @@ static SchedStatement pair_lock = {
 	FLEET_COLUMNS
 	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
 	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF w, n",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 static SchedStatement pair_lock_skip = {
 	FLEET_COLUMNS
 	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
 	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF w, n SKIP LOCKED",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 
@@ -186,11 +190,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 	fleet->count = 0;
 	fleet->busy_count = 0;
 	fleet->rows = palloc(sizeof(SchedFleetRow) * allocated);
-	portal = SPI_cursor_open(NULL, sched_spi_plan(stmt), &arg, NULL,
-							 !(flags & SCHED_FLEET_FRESH));
-	if (portal == NULL)
-		elog(ERROR, "pg_sched: could not open the fleet cursor (%s)",
-			 SPI_result_code_string(SPI_result));
+	portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
 	for (;;)
 	{
 		uint64		i;
@@ -224,42 +224,12 @@ sched_fleet_flags_for(const SchedPlacement *p, bool for_eligibility_only)
 	return labels ? SCHED_FLEET_LABELS : 0;
 }
 
-/*
- * Another in-progress transaction that holds a lock on (or is updating) the row version
- * at tid of relation sched.<relname>, or InvalidTransactionId.  Reads the tuple's xmax
- * (members of a MultiXact too) without taking any row lock.
- */
+/* Another in-progress transaction among the lockers of xmax (a MultiXact's members too). */
 static TransactionId
-row_locker(const char *relname, ItemPointer tid)
+other_locker(TransactionId xmax, uint16 infomask)
 {
-	Oid			relid = get_relname_relid(relname, get_namespace_oid("sched", false));
-	Relation	rel;
-	HeapTupleData tuple;
-	Buffer		buf;
 	TransactionId result = InvalidTransactionId;
-	TransactionId xmax;
-	uint16		infomask;
 
-	if (!ItemPointerIsValid(tid))
-		return InvalidTransactionId;
-	rel = table_open(relid, AccessShareLock);
-	tuple.t_self = *tid;
-	if (!heap_fetch(rel, SnapshotAny, &tuple, &buf, true))
-	{
-		if (BufferIsValid(buf))
-			ReleaseBuffer(buf);
-		table_close(rel, AccessShareLock);
-		return InvalidTransactionId;
-	}
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	infomask = tuple.t_data->t_infomask;
-	xmax = HeapTupleHeaderGetRawXmax(tuple.t_data);
-	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-	ReleaseBuffer(buf);
-	table_close(rel, AccessShareLock);
-
-	if (infomask & HEAP_XMAX_INVALID)
-		return InvalidTransactionId;
 	if (infomask & HEAP_XMAX_IS_MULTI)
 	{
 		MultiXactMember *members;
@@ -279,6 +249,70 @@ row_locker(const char *relname, ItemPointer tid)
 		TransactionIdIsInProgress(xmax))
 		return xmax;
 	return InvalidTransactionId;
+}
+
+/* The most row versions followed from the one a fleet read saw to the newest. */
+#define ROW_VERSIONS_FOLLOWED 32
+
+/*
+ * Another in-progress transaction that holds a lock on (or is updating) the row whose
+ * version at tid of relation sched.<relname> a fleet read saw, or InvalidTransactionId.
+ * Reads the versions' xmax without taking any row lock, following the update chain from
+ * that version to the newest one (the fleet may be the mirror's or a batch's, older
+ * than the rows: a lock taken on a newer version is on that version only).  Unknown
+ * (a version pruned away, a chain longer than ROW_VERSIONS_FOLLOWED) is
+ * InvalidTransactionId: the caller's skip-locked lock then finds out.
+ */
+static TransactionId
+row_locker(const char *relname, ItemPointer tid)
+{
+	Oid			relid = get_relname_relid(relname, get_namespace_oid("sched", false));
+	Relation	rel;
+	ItemPointerData at;
+	TransactionId result = InvalidTransactionId;
+	int			hops;
+
+	if (!ItemPointerIsValid(tid))
+		return InvalidTransactionId;
+	rel = table_open(relid, AccessShareLock);
+	at = *tid;
+	for (hops = 0; hops < ROW_VERSIONS_FOLLOWED; hops++)
+	{
+		HeapTupleData tuple;
+		Buffer		buf;
+		TransactionId xmax;
+		uint16		infomask;
+		ItemPointerData next;
+
+		tuple.t_self = at;
+		if (!heap_fetch(rel, SnapshotAny, &tuple, &buf, true))
+		{
+			if (BufferIsValid(buf))
+				ReleaseBuffer(buf);
+			break;
+		}
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		infomask = tuple.t_data->t_infomask;
+		xmax = HeapTupleHeaderGetRawXmax(tuple.t_data);
+		next = tuple.t_data->t_ctid;
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		ReleaseBuffer(buf);
+
+		if (infomask & HEAP_XMAX_INVALID)
+			break;				/* the newest version, neither locked nor updated */
+		result = other_locker(xmax, infomask);
+		if (TransactionIdIsValid(result))
+			break;
+		/* no other transaction holds it: the newest version, unless an update ended */
+		if (HEAP_XMAX_IS_LOCKED_ONLY(infomask) || ItemPointerEquals(&next, &at))
+			break;
+		if (!(infomask & HEAP_XMAX_IS_MULTI) && !TransactionIdIsCurrentTransactionId(xmax) &&
+			!TransactionIdDidCommit(xmax))
+			break;				/* the update was rolled back: this version is the newest */
+		at = next;
+	}
+	table_close(rel, AccessShareLock);
+	return result;
 }
 
 TransactionId

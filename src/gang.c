@@ -23,12 +23,14 @@ static SchedStatement gang_lock = {
 	"          FROM sched.request r WHERE r.gang_id OPERATOR(pg_catalog.=) g.gang_id) "
 	"  FROM sched.gang g WHERE g.gang_id OPERATOR(pg_catalog.=) $1 "
 	"   FOR UPDATE OF g SKIP LOCKED",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 static SchedStatement gang_placed = {
 	"UPDATE sched.gang SET placed_at = $2 WHERE gang_id OPERATOR(pg_catalog.=) $1",
-	2, {UUIDOID, TIMESTAMPTZOID}
+	2, {UUIDOID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 static SchedStatement gang_leave = {
@@ -39,7 +41,8 @@ static SchedStatement gang_leave = {
 	"   AND r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
 	"   AND (r.state OPERATOR(pg_catalog.<>) 'PENDING' OR $2 OPERATOR(pg_catalog.<>) 0 "
 	"        OR r.last_reason IS DISTINCT FROM $3 OR r.available_at OPERATOR(pg_catalog.<) $4)",
-	4, {INT8ARRAYOID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+	4, {INT8ARRAYOID, INT4OID, TEXTOID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 bool

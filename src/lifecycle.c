@@ -82,7 +82,8 @@ typedef struct AttemptRow
 
 static SchedStatement attempt_lock = {
 	ATTEMPT_COLUMNS " WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 /* a preemption's victim, live, taken without waiting */
@@ -90,7 +91,8 @@ static SchedStatement attempt_lock_live_skip = {
 	ATTEMPT_COLUMNS " WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 "
 	"   AND x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
 	" FOR UPDATE OF x SKIP LOCKED",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 /* holds (preemption) whose time passed, or whose request waits no more: released */
@@ -100,7 +102,8 @@ static SchedStatement holds_ended = {
 	" WHERE r.held_until IS NOT NULL AND (r.held_until OPERATOR(pg_catalog.<=) $1 "
 	"       OR r.state OPERATOR(pg_catalog.<>) ALL ('{PENDING,CLAIMED}'::pg_catalog.text[])) "
 	" ORDER BY r.held_until, r.request_id FOR UPDATE OF r SKIP LOCKED",
-	1, {TIMESTAMPTZOID}
+	1, {TIMESTAMPTZOID},
+	.keyed = true
 };
 
 
@@ -109,14 +112,16 @@ static SchedStatement attempts_expired = {
 	ATTEMPT_COLUMNS
 	" WHERE x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) AND x.lease_expires_at OPERATOR(pg_catalog.<) $1 "
 	" ORDER BY x.lease_expires_at, x.attempt_id FOR UPDATE OF x SKIP LOCKED",
-	1, {TIMESTAMPTZOID}
+	1, {TIMESTAMPTZOID},
+	.keyed = true
 };
 
 static SchedStatement attempts_live_of_execution = {
 	ATTEMPT_COLUMNS
 	" WHERE x.execution_id OPERATOR(pg_catalog.=) $1 AND x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
 	" ORDER BY x.dispatched_at, x.attempt_id",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 static SchedStatement milestone = {
@@ -130,64 +135,74 @@ static SchedStatement lease_extend = {
 	"   SET lease_expires_at = GREATEST(x.lease_expires_at, "
 	"       $2 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)) "
 	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 RETURNING x.lease_expires_at",
-	3, {UUIDOID, TIMESTAMPTZOID, FLOAT8OID}
+	3, {UUIDOID, TIMESTAMPTZOID, FLOAT8OID},
+	.keyed = true
 };
 
 static SchedStatement attempt_started = {
 	"UPDATE sched.attempt x SET status = 'RUNNING', "
 	"       started_at = COALESCE(x.started_at, $2) "
 	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1",
-	2, {UUIDOID, TIMESTAMPTZOID}
+	2, {UUIDOID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 static SchedStatement execution_running = {
 	"UPDATE sched.execution e SET status = 'RUNNING', updated_at = $2 "
 	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 AND e.status OPERATOR(pg_catalog.=) ANY ('{CREATED,QUEUED}'::pg_catalog.text[])",
-	2, {UUIDOID, TIMESTAMPTZOID}
+	2, {UUIDOID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 static SchedStatement attempt_ended = {
 	"UPDATE sched.attempt x SET status = $2, finished_at = $3, "
 	"       detail = COALESCE($4, x.detail) "
 	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1",
-	4, {UUIDOID, TEXTOID, TIMESTAMPTZOID, JSONBOID}
+	4, {UUIDOID, TEXTOID, TIMESTAMPTZOID, JSONBOID},
+	.keyed = true
 };
 
 static SchedStatement request_of_attempt = {
 	"SELECT r.max_attempts FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1",
-	1, {INT8OID}
+	1, {INT8OID},
+	.keyed = true
 };
 
 static SchedStatement execution_share = {
 	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
 	"   FOR SHARE OF e",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 static SchedStatement execution_no_key_update = {
 	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
 	"   FOR NO KEY UPDATE OF e",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 /* the same, for the reaper, which never waits (no rows: another transaction holds it) */
 static SchedStatement execution_share_skip = {
 	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
 	"   FOR SHARE OF e SKIP LOCKED",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 static SchedStatement execution_no_key_update_skip = {
 	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
 	"   FOR NO KEY UPDATE OF e SKIP LOCKED",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 /* the worker and node rows the release updates, taken by the reaper before it writes */
 static SchedStatement pair_lock_skip = {
 	"SELECT 1 FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
 	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE OF w, n SKIP LOCKED",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 /* an execution's tenant and the tenant's owner (NULL: none) */
@@ -195,13 +210,15 @@ static SchedStatement execution_tenant = {
 	"SELECT e.tenant, t.owner FROM sched.execution e "
 	"  LEFT JOIN sched.tenant t ON t.tenant OPERATOR(pg_catalog.=) (e.tenant COLLATE pg_catalog.\"C\") "
 	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 static SchedStatement execution_update = {
 	"SELECT e.status FROM sched.execution e WHERE e.execution_id OPERATOR(pg_catalog.=) $1 "
 	"   FOR UPDATE OF e",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 /* the retry: the same step as attempt_number + 1, avoiding the node ($4), with $5 more
@@ -223,13 +240,15 @@ static SchedStatement request_retry = {
 	"  FROM sched.request q WHERE q.request_id OPERATOR(pg_catalog.=) $1 "
 	"ON CONFLICT ON CONSTRAINT request_one_per_step_attempt DO NOTHING "
 	"RETURNING r.request_id",
-	5, {INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID}
+	5, {INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID, INT4OID},
+	.keyed = true
 };
 
 static SchedStatement execution_closed = {
 	"UPDATE sched.execution e SET status = $2, updated_at = $3, finished_at = $3 "
 	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1",
-	3, {UUIDOID, TEXTOID, TIMESTAMPTZOID}
+	3, {UUIDOID, TEXTOID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 /* open requests of an execution, cancelled; those a dispatcher holds are left to it */
@@ -240,14 +259,16 @@ static SchedStatement requests_cancelled = {
 	"     WHERE r2.execution_id OPERATOR(pg_catalog.=) $1 "
 	"       AND r2.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
 	"     FOR UPDATE SKIP LOCKED)",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 static SchedStatement cancel_command = {
 	"INSERT INTO sched.command (worker_id, worker_generation, kind, attempt_id, lease_version, "
 	"                           request_id, created_at) "
 	"VALUES ($1, $2, 'CANCEL', $3, $4, $5, $6)",
-	6, {UUIDOID, INT8OID, UUIDOID, INT8OID, INT8OID, TIMESTAMPTZOID}
+	6, {UUIDOID, INT8OID, UUIDOID, INT8OID, INT8OID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 static SchedStatement execution_open_work = {
@@ -257,7 +278,8 @@ static SchedStatement execution_open_work = {
 	"    OR EXISTS (SELECT 1 FROM sched.attempt a "
 	"                WHERE a.execution_id OPERATOR(pg_catalog.=) $1 "
 	"                  AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]))",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 static SchedStatement expired_claims_returned = {
@@ -266,7 +288,8 @@ static SchedStatement expired_claims_returned = {
 	"    SELECT r2.request_id FROM sched.request r2 "
 	"     WHERE r2.state = 'CLAIMED' AND r2.claimed_until OPERATOR(pg_catalog.<=) $1 "
 	"     FOR UPDATE SKIP LOCKED)",
-	1, {TIMESTAMPTZOID}
+	1, {TIMESTAMPTZOID},
+	.keyed = true
 };
 
 /* live counters back at zero (tenants that come and go would pile them up); a row a
@@ -281,7 +304,8 @@ static SchedStatement tenant_live_pruned = {
 static SchedStatement worker_generation = {
 	"SELECT w.generation, w.registered_by, w.runtime_state FROM sched.worker w "
 	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
-	1, {UUIDOID}
+	1, {UUIDOID},
+	.keyed = true
 };
 
 /* commands of attempts that already ended (lost, failed, cancelled) are not delivered:
@@ -310,7 +334,8 @@ static SchedStatement commands_delivered = {
 	"  FROM delivered d "
 	"  JOIN sched.request r ON r.request_id OPERATOR(pg_catalog.=) d.request_id "
 	" ORDER BY d.command_id",
-	4, {UUIDOID, INT8OID, INT4OID, TIMESTAMPTZOID}
+	4, {UUIDOID, INT8OID, INT4OID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 /* the details of the milestones, built as jsonb by the server (as jsonb_build_object
@@ -1198,10 +1223,7 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	v[0] = TimestampTzGetDatum(at);
-	portal = SPI_cursor_open(NULL, sched_spi_plan(&attempts_expired), v, NULL, false);
-	if (portal == NULL)
-		elog(ERROR, "pg_sched: could not open the expired attempts cursor (%s)",
-			 SPI_result_code_string(SPI_result));
+	portal = sched_spi_cursor_open(&attempts_expired, v, NULL, false);
 	for (;;)
 	{
 		AttemptRow	a;

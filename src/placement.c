@@ -376,6 +376,101 @@ sched_admission(const SchedPlacement *p, const SchedCandidate *c)
 	return r;
 }
 
+SchedReasonSet
+sched_admission_transient(const SchedPlacement *p, const SchedCandidate *c)
+{
+	SchedReasonSet r = 0;
+
+	if (c->worker_live_attempts >= c->slots)
+		r |= SCHED_REASON_BIT(SCHED_R_NO_FREE_SLOT);
+	if (c->cpu_millis - c->reserved_cpu_millis < p->reserve_cpu_millis)
+		r |= SCHED_REASON_BIT(SCHED_R_CPU_EXHAUSTED);
+	if (c->memory_mb - c->reserved_memory_mb < p->reserve_memory_mb)
+		r |= SCHED_REASON_BIT(SCHED_R_MEMORY_EXHAUSTED);
+	if (c->gpus - c->reserved_gpus < p->reserve_gpus)
+		r |= SCHED_REASON_BIT(SCHED_R_GPUS_EXHAUSTED);
+	return r;
+}
+
+static bool
+same_text(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+static bool
+same_label(const SchedLabel *a, const SchedLabel *b)
+{
+	int			i;
+
+	if (a->op != b->op || strcmp(a->key, b->key) != 0)
+		return false;
+	switch (a->op)
+	{
+		case SCHED_LABEL_EQ:
+			return same_text(a->value, b->value);
+		case SCHED_LABEL_IN:
+		case SCHED_LABEL_NOT_IN:
+			if (a->nvalues != b->nvalues)
+				return false;
+			for (i = 0; i < a->nvalues; i++)
+				if (!same_text(a->values[i], b->values[i]))
+					return false;
+			return true;
+		case SCHED_LABEL_EXISTS:
+		case SCHED_LABEL_NOT_EXISTS:
+			return true;
+		case SCHED_LABEL_GT:
+		case SCHED_LABEL_LT:
+			return a->number == b->number;
+		case SCHED_LABEL_VERSION:
+			if (a->nbounds != b->nbounds)
+				return false;
+			for (i = 0; i < a->nbounds; i++)
+			{
+				const SchedVersionBound *x = &a->bounds[i];
+				const SchedVersionBound *y = &b->bounds[i];
+				int			k;
+
+				if (x->cmp != y->cmp || x->version.nparts != y->version.nparts)
+					return false;
+				for (k = 0; k < x->version.nparts; k++)
+					if (x->version.parts[k] != y->version.parts[k])
+						return false;
+			}
+			return true;
+	}
+	return false;
+}
+
+static bool
+same_labels(const SchedLabelSet *a, const SchedLabelSet *b)
+{
+	int			i;
+
+	if (a->count != b->count)
+		return false;
+	for (i = 0; i < a->count; i++)
+		if (!same_label(&a->items[i], &b->items[i]))
+			return false;
+	return true;
+}
+
+bool
+sched_placement_same_static(const SchedPlacement *a, const SchedPlacement *b)
+{
+	return a->min_cpu_millis == b->min_cpu_millis && a->min_memory_mb == b->min_memory_mb &&
+		a->min_gpus == b->min_gpus && a->reserve_cpu_millis == b->reserve_cpu_millis &&
+		a->reserve_memory_mb == b->reserve_memory_mb && a->reserve_gpus == b->reserve_gpus &&
+		a->heartbeat_cutoff == b->heartbeat_cutoff &&
+		same_text(a->capability_version, b->capability_version) &&
+		same_text(a->pin_node_id, b->pin_node_id) &&
+		same_labels(&a->required_labels, &b->required_labels) &&
+		same_labels(&a->preferred_labels, &b->preferred_labels);
+}
+
 int32_t
 sched_effective_weight(int32_t weight)
 {
@@ -385,8 +480,14 @@ sched_effective_weight(int32_t weight)
 void
 sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out)
 {
+	sched_score_matched(c, sched_labels_matching(&c->labels, &p->preferred_labels), out);
+}
+
+void
+sched_score_matched(const SchedCandidate *c, int32_t preferred_matches, SchedRanked *out)
+{
 	out->node_id = c->node_id;
-	out->preferred_matches = sched_labels_matching(&c->labels, &p->preferred_labels);
+	out->preferred_matches = preferred_matches;
 	out->weight = sched_effective_weight(c->weight);
 	out->running_attempts = c->node_live_attempts;
 	out->spread_matches = 0;

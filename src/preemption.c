@@ -46,13 +46,15 @@ static SchedStatement victims_on = {
 	"   AND a.node_id OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]) "
 	"   AND r.preemptible AND r.priority OPERATOR(pg_catalog.<) $1 AND r.gang_id IS NULL "
 	" ORDER BY a.node_id, a.attempt_id",
-	2, {INT4OID, TEXTARRAYOID}
+	2, {INT4OID, TEXTARRAYOID},
+	.keyed = true
 };
 
 static SchedStatement hold_recorded = {
 	"UPDATE sched.request SET held_node_id = $2, held_worker_id = $3, held_until = $4 "
 	" WHERE request_id OPERATOR(pg_catalog.=) $1",
-	4, {INT8OID, TEXTOID, UUIDOID, TIMESTAMPTZOID}
+	4, {INT8OID, TEXTOID, UUIDOID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 

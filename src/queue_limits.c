@@ -68,7 +68,8 @@ static SchedStatement key_live = {
 	"SELECT pg_catalog.count(*) FROM sched.attempt a "
 	" WHERE a.concurrency_key OPERATOR(pg_catalog.=) $1 AND a.concurrency_key IS NOT NULL "
 	"   AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[])",
-	1, {TEXTOID}
+	1, {TEXTOID},
+	.keyed = true
 };
 
 /* dispatches of the key within `per` of t, and the time the n-th latest of them leaves
@@ -81,7 +82,8 @@ static SchedStatement key_window = {
 	" WHERE a.concurrency_key OPERATOR(pg_catalog.=) $1 AND a.concurrency_key IS NOT NULL "
 	"   AND a.dispatched_at OPERATOR(pg_catalog.>) ($2 OPERATOR(pg_catalog.-) $3) "
 	"   AND a.dispatched_at OPERATOR(pg_catalog.<) ($2 OPERATOR(pg_catalog.+) $3)",
-	4, {TEXTOID, TIMESTAMPTZOID, INTERVALOID, INT4OID}
+	4, {TEXTOID, TIMESTAMPTZOID, INTERVALOID, INT4OID},
+	.keyed = true
 };
 
 /* the words of a rate limit's reason, the same whatever the session's DateStyle,
@@ -101,7 +103,8 @@ static SchedStatement tenant_live = {
 	"  FROM sched.attempt a "
 	" WHERE a.tenant OPERATOR(pg_catalog.=) $1 "
 	"   AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[])",
-	1, {TEXTOID}
+	1, {TEXTOID},
+	.keyed = true
 };
 
 /* the locks one check took (not those this transaction held already) */

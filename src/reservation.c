@@ -70,7 +70,12 @@
 #include "settings.h"
 #include "wakeup.h"
 
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
@@ -80,7 +85,9 @@
 #include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/resowner.h"
 
 PG_FUNCTION_INFO_V1(sched_dispatch_attempt);
@@ -89,23 +96,23 @@ PG_FUNCTION_INFO_V1(sched_step_lock_key);
 static SchedStatement request_head = {
 	"SELECT r.step_id, r.attempt_number FROM sched.request r "
 	" WHERE r.request_id OPERATOR(pg_catalog.=) $1",
-	1, {INT8OID}
+	1, {INT8OID},
+	.keyed = true
 };
 
-/* the execution (locked shared) and an attempt that already exists for the step */
-#define EXECUTION_AND_EXISTING \
-	"SELECT e.status, a.attempt_id, a.node_id, a.worker_id, a.lease_version, a.score " \
-	"  FROM sched.execution e " \
-	"  LEFT JOIN sched.attempt a ON a.step_id OPERATOR(pg_catalog.=) $2 " \
-	"                           AND a.attempt_number OPERATOR(pg_catalog.=) $3 " \
+/* the execution, locked shared (the attempt of the step is read by existing_attempt) */
+#define EXECUTION_SHARE \
+	"SELECT e.status FROM sched.execution e " \
 	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 FOR SHARE OF e"
 
 static SchedStatement execution_share = {
-	EXECUTION_AND_EXISTING, 3, {UUIDOID, UUIDOID, INT4OID}
+	EXECUTION_SHARE, 1, {UUIDOID},
+	.keyed = true
 };
 
 static SchedStatement execution_share_skip = {
-	EXECUTION_AND_EXISTING " SKIP LOCKED", 3, {UUIDOID, UUIDOID, INT4OID}
+	EXECUTION_SHARE " SKIP LOCKED", 1, {UUIDOID},
+	.keyed = true
 };
 
 /*
@@ -161,7 +168,8 @@ note_dispatch_lock(void)
 static SchedStatement request_cancel = {
 	"UPDATE sched.request SET state = 'CANCELLED', claim_id = NULL, claimed_until = NULL "
 	" WHERE request_id OPERATOR(pg_catalog.=) $1",
-	1, {INT8OID}
+	1, {INT8OID},
+	.keyed = true
 };
 
 
@@ -169,14 +177,16 @@ static SchedStatement request_dispatched = {
 	"UPDATE sched.request SET state = 'DISPATCHED', attempt_id = $2, claim_id = NULL, "
 	"       claimed_until = NULL, last_reason = NULL, tries = tries OPERATOR(pg_catalog.+) $3 "
 	" WHERE request_id OPERATOR(pg_catalog.=) $1",
-	3, {INT8OID, UUIDOID, INT4OID}
+	3, {INT8OID, UUIDOID, INT4OID},
+	.keyed = true
 };
 
 static SchedStatement request_waits = {
 	"UPDATE sched.request SET state = 'PENDING', claim_id = NULL, claimed_until = NULL, "
 	"       tries = tries OPERATOR(pg_catalog.+) $2, last_reason = $3, available_at = $4 "
 	" WHERE request_id OPERATOR(pg_catalog.=) $1",
-	4, {INT8OID, INT4OID, TEXTOID, TIMESTAMPTZOID}
+	4, {INT8OID, INT4OID, TEXTOID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 /* The key of the advisory lock on (step_id, attempt_number): 64 bits of a hash of the
@@ -232,26 +242,90 @@ set_outcome(SchedDispatchResult *res, const char *outcome, char *detail)
 	res->detail = detail;
 }
 
+/* The column of `rel` named `name` (1-based), or an internal error. */
+static AttrNumber
+column_of(Relation rel, const char *name)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att->attnum;
+	}
+	elog(ERROR, "pg_sched: sched.%s has no column %s", RelationGetRelationName(rel), name);
+	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
 /*
- * When the execution_share row (current SPI result) carries an existing attempt for
- * (step, number): returns it into res, marks the request DISPATCHED, true.  Else false.
+ * The attempt of (step_id, attempt_number), if one exists: into res (attempt, node,
+ * worker, lease version, score), true.  Read through the unique index
+ * attempt_one_per_step_attempt, on the snapshot a statement would take now (the
+ * execution_share just run made this transaction's own writes visible), so the read
+ * costs one index probe however large sched.attempt has grown and whatever the planner
+ * would have chosen for a table that was empty when its plan was made (a statement
+ * joined to sched.attempt, planned against an empty table and kept, scanned the whole
+ * table at every dispatch once it had grown).
+ */
+static bool
+existing_attempt(const pg_uuid_t *step_id, int32 attempt_number, SchedDispatchResult *res)
+{
+	Oid			nsp = get_namespace_oid("sched", false);
+	Oid			relid = get_relname_relid("attempt", nsp);
+	Oid			indexid = get_relname_relid("attempt_one_per_step_attempt", nsp);
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	ScanKeyData keys[2];
+	Snapshot	snapshot;
+	bool		found;
+
+	if (!OidIsValid(relid) || !OidIsValid(indexid))
+		elog(ERROR, "pg_sched: sched.attempt or its index attempt_one_per_step_attempt is missing");
+	rel = table_open(relid, AccessShareLock);
+	index = index_open(indexid, AccessShareLock);
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(step_id));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(attempt_number));
+	slot = table_slot_create(rel, NULL);
+	scan = index_beginscan(rel, index, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+	{
+		bool		isnull;
+
+		res->has_attempt = true;
+		res->attempt_id = *DatumGetUUIDP(slot_getattr(slot, column_of(rel, "attempt_id"), &isnull));
+		res->node_id = TextDatumGetCString(slot_getattr(slot, column_of(rel, "node_id"), &isnull));
+		res->worker_id = *DatumGetUUIDP(slot_getattr(slot, column_of(rel, "worker_id"), &isnull));
+		res->lease_version = DatumGetInt64(slot_getattr(slot, column_of(rel, "lease_version"), &isnull));
+		res->has_score = true;
+		res->score = DatumGetInt64(slot_getattr(slot, column_of(rel, "score"), &isnull));
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snapshot);
+	index_close(index, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * When an attempt already exists for the request's (step, number): returns it into res,
+ * marks the request DISPATCHED, true.  Else false.
  */
 static bool
 return_existing(const SchedRequestRow *req, SchedDispatchResult *res)
 {
 	Datum		args[3];
-	bool		isnull;
-	Datum		d = sched_spi_get(0, 2, &isnull);
 
-	if (isnull)
+	if (!existing_attempt(&req->step_id, req->attempt_number, res))
 		return false;
-	res->has_attempt = true;
-	res->attempt_id = *DatumGetUUIDP(d);
-	res->node_id = sched_spi_text(0, 3);
-	res->worker_id = *DatumGetUUIDP(sched_spi_get(0, 4, &isnull));
-	res->lease_version = sched_spi_int64(0, 5);
-	res->has_score = true;
-	res->score = sched_spi_int64(0, 6);
 	if (strcmp(req->state, "DISPATCHED") != 0)
 	{
 		args[0] = Int64GetDatum(req->request_id);
@@ -607,7 +681,7 @@ place_request(const SchedRequestRow *req, const SchedPlacementArgs *args, bool m
 		sched_fleet_read(args->p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, false),
 						 &args->p, &local);
 	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
-	n = sched_fleet_admit(&args->p, fleet, ranked);
+	n = sched_batch_admit(cache, fleet, &args->p, ranked);
 	n = drop_taken(ranked, n, taken, ntaken);
 	if (args->spread_key != NULL && n > 0)
 	{
@@ -640,26 +714,28 @@ place_request(const SchedRequestRow *req, const SchedPlacementArgs *args, bool m
 		res->conflicts++;
 		if (locked)
 			holds_pair = true;
-		else if (TransactionIdIsValid(locker))
+		else
 		{
 			/*
-			 * A batch never waits: the pair stays held until the other transaction
-			 * ends, so it is not tried again in this call (each try costs a heap fetch,
-			 * and under concurrent batches most of the top-ranked pairs are held).
+			 * Held by another transaction (seen by its lock on the row version the
+			 * fleet read, or by the skip-locked lock of a newer version).  A batch never
+			 * waits: the pair stays held until the other transaction ends, so it is not
+			 * tried again in this call (each try costs a statement, and under
+			 * concurrent batches most of the top-ranked pairs are held).
 			 */
 			if (cache != NULL && !may_wait)
 			{
 				fleet->rows[ranked[i].index].busy = true;
 				fleet->busy_count++;
 			}
-			if (nskipped < SKIPPED_MAX)
+			if (!TransactionIdIsValid(locker))
+				holds_pair = true;	/* the skip-locked join may have kept the worker row */
+			else if (nskipped < SKIPPED_MAX)
 			{
 				lockers[nskipped] = locker;
 				skipped[nskipped++] = i;
 			}
 		}
-		else
-			holds_pair = true;	/* the skip-locked join may have kept the worker row */
 	}
 
 	/*
@@ -840,6 +916,7 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 		char	   *status;
 		bool		isnull;
 		bool		claimed_by_other;
+		bool		dispatched;
 
 		if (g.members[k] == met->request_id)
 		{
@@ -864,13 +941,16 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 			held[nheld++] = x->req.request_id;
 
 		v[0] = UUIDPGetDatum(&x->req.execution_id);
-		v[1] = UUIDPGetDatum(&x->req.step_id);
-		v[2] = Int32GetDatum(x->req.attempt_number);
 		sched_spi_exec(&execution_share_skip, v, NULL, false, 1, SPI_OK_SELECT);
 		if (SPI_processed == 0)
 			return busy(from_queue, res);
 		status = sched_spi_text(0, 1);
-		(void) sched_spi_get(0, 2, &isnull);	/* an attempt of the step exists */
+		{
+			SchedDispatchResult probe;
+
+			memset(&probe, 0, sizeof(probe));
+			dispatched = existing_attempt(&x->req.step_id, x->req.attempt_number, &probe);
+		}
 
 		/* 3. what keeps the gang from being tried */
 		if (waiting != NULL)
@@ -881,10 +961,10 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 							   x->req.request_id, sched_uuid_out(&x->req.execution_id), status);
 			waiting_static = true;
 		}
-		else if (strcmp(x->req.state, "CANCELLED") == 0 || strcmp(x->req.state, "DISPATCHED") == 0 || !isnull)
+		else if (strcmp(x->req.state, "CANCELLED") == 0 || strcmp(x->req.state, "DISPATCHED") == 0 || dispatched)
 		{
 			waiting = psprintf("member request " INT64_FORMAT " is %s", x->req.request_id,
-							   !isnull ? "dispatched already" : x->req.state);
+							   dispatched ? "dispatched already" : x->req.state);
 			waiting_static = true;
 		}
 		else if (claimed_by_other)
@@ -1041,8 +1121,6 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 
 	/* 4. the execution, shared: refuse closed ones */
 	v[0] = UUIDPGetDatum(&req.execution_id);
-	v[1] = UUIDPGetDatum(&req.step_id);
-	v[2] = Int32GetDatum(req.attempt_number);
 	sched_spi_exec(may_wait ? &execution_share : &execution_share_skip, v, NULL, false, 1,
 				   SPI_OK_SELECT);
 	if (SPI_processed == 0)

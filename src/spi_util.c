@@ -14,6 +14,7 @@
 
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 SPIPlanPtr
 sched_spi_plan(SchedStatement *stmt)
@@ -35,6 +36,40 @@ sched_spi_plan(SchedStatement *stmt)
 }
 
 /*
+ * The settings every statement of pg_sched is planned with, inside a GUC nest level the
+ * caller ends with AtEOXact_GUC(true, level) (or the abort of the (sub)transaction on
+ * error):
+ *   - jit off: the statements are short, or scans of the fleet whose cost estimate
+ *     passes jit_above_cost at a few thousand nodes, and compiling them cost more than
+ *     running them (hundreds of ms for sched.pending at 10,000 nodes);
+ *   - enable_seqscan off for the statements that reach their rows by key (keyed), so
+ *     that a plan made while a table was small, and kept, still reaches one row through
+ *     its index once the table has grown;
+ *   - enable_sort and enable_bitmapscan off too for the statements that walk an index
+ *     in order (ordered): a generic plan, which cannot know how many rows its filters
+ *     keep, may otherwise expect one row, and fetch and sort the whole tenant.
+ */
+static int
+enter_statement_settings(const SchedStatement *stmt)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (stmt->keyed || stmt->ordered)
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	if (stmt->ordered)
+	{
+		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	return nestlevel;
+}
+
+/*
  * Runs a kept statement with `snapshot` (InvalidSnapshot: the usual one, as
  * SPI_execute_plan does); fails loudly unless SPI returns `expected`.
  */
@@ -43,6 +78,7 @@ execute(SchedStatement *stmt, Datum *values, const char *nulls, Snapshot snapsho
 		bool read_only, long count, int expected)
 {
 	int			rc;
+	int			nestlevel;
 	MemoryContext caller = CurrentMemoryContext;
 
 	(void) sched_spi_plan(stmt);
@@ -53,14 +89,32 @@ execute(SchedStatement *stmt, Datum *values, const char *nulls, Snapshot snapsho
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
 	}
+	nestlevel = enter_statement_settings(stmt);
 	rc = SPI_execute_snapshot(stmt->plan, values, nulls, snapshot, InvalidSnapshot,
 							  read_only, true, count);
+	AtEOXact_GUC(true, nestlevel);
 	/* SPI returns in its procedure context, which lives until SPI_finish: a loop that
 	 * allocates per iteration in a context it resets would leak into it */
 	MemoryContextSwitchTo(caller);
 	if (rc != expected)
 		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected), stmt->sql);
+}
+
+Portal
+sched_spi_cursor_open(SchedStatement *stmt, Datum *values, const char *nulls, bool read_only)
+{
+	int			nestlevel;
+	Portal		portal;
+
+	(void) sched_spi_plan(stmt);
+	nestlevel = enter_statement_settings(stmt);
+	portal = SPI_cursor_open(NULL, stmt->plan, values, nulls, read_only);
+	AtEOXact_GUC(true, nestlevel);
+	if (portal == NULL)
+		elog(ERROR, "pg_sched: could not open a cursor (%s) for: %s",
+			 SPI_result_code_string(SPI_result), stmt->sql);
+	return portal;
 }
 
 void

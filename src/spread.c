@@ -20,7 +20,8 @@ static SchedStatement live_per_node = {
 	" WHERE a.spread_key OPERATOR(pg_catalog.=) $1 AND a.spread_key IS NOT NULL "
 	"   AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
 	" GROUP BY a.node_id",
-	1, {TEXTOID}
+	1, {TEXTOID},
+	.keyed = true
 };
 
 void

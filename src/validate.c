@@ -100,7 +100,7 @@ sched_labels_from_jsonb(Jsonb *labels, const char *parameter, SchedLabelSet *out
 		check_label_map(labels, parameter, "strings", "Pass labels like '{\"tier\": \"fast\"}'.");
 	else if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
 		return;
-	out->items = palloc(sizeof(SchedLabel) * Max(JB_ROOT_COUNT(labels), 1));
+	out->items = palloc0(sizeof(SchedLabel) * Max(JB_ROOT_COUNT(labels), 1));
 	it = JsonbIteratorInit(&labels->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
@@ -321,7 +321,7 @@ sched_labels_pick(Jsonb *labels, const SchedLabelSet *a, const SchedLabelSet *b,
 	int			n = 0;
 
 	out->count = 0;
-	out->items = palloc(sizeof(SchedLabel) * Max(a->count + b->count, 1));
+	out->items = palloc0(sizeof(SchedLabel) * Max(a->count + b->count, 1));
 	if (!JB_ROOT_IS_OBJECT(labels) || JB_ROOT_IS_SCALAR(labels))
 		return;
 	/* merge the two sorted key lists, each key once, looking each up in the object */
@@ -533,8 +533,15 @@ sched_placement_set_clock(SchedPlacementArgs *args, TimestampTz at, Interval *tt
 												IntervalPGetDatum(effective)));
 }
 
-void
-sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
+/*
+ * The parameters the what-if functions and pending_explanation share, checked and
+ * parsed: capability (0), capability_version (1), required_labels (2), then
+ * preferred_labels at `preferred` (-1: none), the six amounts from `amounts`, the
+ * optional node_id at `node`.
+ */
+static void
+placement_params(FunctionCallInfo fcinfo, int preferred, int amounts, int node,
+				 SchedPlacementArgs *out)
 {
 	SchedPlacement *p = &out->p;
 
@@ -543,19 +550,23 @@ sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
 	p->capability_version = required_text(fcinfo, 1, "capability_version");
 	sched_check_not_null(fcinfo, 2, "required_labels");
 	sched_required_labels_from_jsonb(PG_GETARG_JSONB_P(2), "required_labels", &p->required_labels);
-	sched_check_not_null(fcinfo, 3, "preferred_labels");
-	sched_labels_from_jsonb(PG_GETARG_JSONB_P(3), "preferred_labels", &p->preferred_labels);
-	p->min_cpu_millis = amount(fcinfo, 4, "min_cpu_millis", false);
-	p->min_memory_mb = amount(fcinfo, 5, "min_memory_mb", true);
-	p->min_gpus = amount(fcinfo, 6, "min_gpus", false);
-	p->reserve_cpu_millis = amount(fcinfo, 7, "reserve_cpu_millis", false);
-	p->reserve_memory_mb = amount(fcinfo, 8, "reserve_memory_mb", true);
-	p->reserve_gpus = amount(fcinfo, 9, "reserve_gpus", false);
-	if (PG_ARGISNULL(10))
+	if (preferred >= 0)
+	{
+		sched_check_not_null(fcinfo, preferred, "preferred_labels");
+		sched_labels_from_jsonb(PG_GETARG_JSONB_P(preferred), "preferred_labels",
+								&p->preferred_labels);
+	}
+	p->min_cpu_millis = amount(fcinfo, amounts, "min_cpu_millis", false);
+	p->min_memory_mb = amount(fcinfo, amounts + 1, "min_memory_mb", true);
+	p->min_gpus = amount(fcinfo, amounts + 2, "min_gpus", false);
+	p->reserve_cpu_millis = amount(fcinfo, amounts + 3, "reserve_cpu_millis", false);
+	p->reserve_memory_mb = amount(fcinfo, amounts + 4, "reserve_memory_mb", true);
+	p->reserve_gpus = amount(fcinfo, amounts + 5, "reserve_gpus", false);
+	if (PG_ARGISNULL(node))
 		p->pin_node_id = NULL;
 	else
 	{
-		p->pin_node_id = text_to_cstring(PG_GETARG_TEXT_PP(10));
+		p->pin_node_id = text_to_cstring(PG_GETARG_TEXT_PP(node));
 		if (p->pin_node_id[0] == '\0')
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -563,6 +574,12 @@ sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
 					 errhint("Pass NULL for a request that is not pinned to a node.")));
 		sched_check_name_length(p->pin_node_id, "node_id");
 	}
+}
+
+void
+sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
+{
+	placement_params(fcinfo, 3, 4, 10, out);
 	sched_check_not_null(fcinfo, 12, "at");
 	sched_placement_set_clock(out, PG_GETARG_TIMESTAMPTZ(12),
 							  PG_ARGISNULL(11) ? NULL : PG_GETARG_INTERVAL_P(11));
@@ -576,6 +593,14 @@ sched_placement_from_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
 					 errhint("Pass NULL for a request that is not spread.")));
 		sched_check_name_length(out->spread_key, "spread_key");
 	}
+}
+
+void
+sched_placement_from_pending_args(FunctionCallInfo fcinfo, SchedPlacementArgs *out)
+{
+	placement_params(fcinfo, -1, 3, 9, out);
+	sched_check_not_null(fcinfo, 10, "at");
+	sched_placement_set_clock(out, PG_GETARG_TIMESTAMPTZ(10), NULL);
 }
 
 /* Columns of the request read below; keep in step with REQUEST_COLUMNS. */
@@ -609,12 +634,12 @@ enum
 	"       r.priority, r.preemptible, r.held_node_id, r.held_worker_id, r.held_until " \
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 
-static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}};
-static SchedStatement request_lock = {REQUEST_COLUMNS " FOR UPDATE OF r", 1, {INT8OID}};
-static SchedStatement request_lock_skip = {REQUEST_COLUMNS " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}};
-static SchedStatement request_read_0_2 = {REQUEST_COLUMNS_0_2, 1, {INT8OID}};
-static SchedStatement request_lock_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r", 1, {INT8OID}};
-static SchedStatement request_lock_skip_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}};
+static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}, .keyed = true};
+static SchedStatement request_lock = {REQUEST_COLUMNS " FOR UPDATE OF r", 1, {INT8OID}, .keyed = true};
+static SchedStatement request_lock_skip = {REQUEST_COLUMNS " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}, .keyed = true};
+static SchedStatement request_read_0_2 = {REQUEST_COLUMNS_0_2, 1, {INT8OID}, .keyed = true};
+static SchedStatement request_lock_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r", 1, {INT8OID}, .keyed = true};
+static SchedStatement request_lock_skip_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}, .keyed = true};
 
 bool
 sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,

@@ -26,6 +26,20 @@ RETURNS TABLE (request_id bigint, explanation text, blocked text)
 AS 'MODULE_PATHNAME', 'sched_pending_explanations'
 LANGUAGE C STABLE;
 
+/* (explanation, blocked) of one request with these admission parameters, as
+ * pending_explanations computes it (src/diagnostics.c): the view sched.pending calls it
+ * once per row it returns, each distinct shape evaluated once per query, so reading the
+ * first rows of the view costs the shapes of those rows, not the whole queue. */
+CREATE OR REPLACE FUNCTION sched.pending_explanation(
+    capability text, capability_version text, required_labels jsonb DEFAULT '{}',
+    min_cpu_millis int DEFAULT 0, min_memory_mb bigint DEFAULT 0, min_gpus int DEFAULT 0,
+    reserve_cpu_millis int DEFAULT 0, reserve_memory_mb bigint DEFAULT 0,
+    reserve_gpus int DEFAULT 0, node_id text DEFAULT NULL, at timestamptz DEFAULT now(),
+    OUT explanation text, OUT blocked text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'sched_pending_explanation'
+LANGUAGE C STABLE;
+
 /* The queue-level limit that holds each open request back now (issue 14, the same rules
  * and words as the check in src/queue_limits.c): its key's concurrency limit, its key's
  * rate limit, or its tenant's quota, the first that is reached; when it clears (a rate
@@ -116,6 +130,22 @@ SELECT o.request_id, k.kind, k.reason, k.clears_at, k.clears
 END
 $$;
 
+/* Why a request of gang gang_id waits for its gang, as sched.pending says it (members
+ * missing, or its last try's reason if that was the gang's), or NULL; the unplaced gangs
+ * are read once per query (src/diagnostics.c). */
+CREATE OR REPLACE FUNCTION sched.gang_reason(gang_id uuid, last_reason text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_gang_reason'
+LANGUAGE C STABLE;
+
+/* The reason limit_explanations(at) gives for one request, or NULL (src/diagnostics.c):
+ * limit_explanations runs once per query, each row of the view sched.pending looks its
+ * request up. */
+CREATE OR REPLACE FUNCTION sched.limit_reason(request_id bigint, at timestamptz)
+RETURNS text
+AS 'MODULE_PATHNAME', 'sched_limit_reason'
+LANGUAGE C STABLE;
+
 /*
  * Each view below is a thin wrapper over a function of the same name taking `at` (the
  * time the answer is computed for), so tests and reports can pass a fixed time:
@@ -168,6 +198,10 @@ $$;
 CREATE OR REPLACE VIEW sched.node_overview AS SELECT * FROM sched.node_overview(now());
 COMMENT ON VIEW sched.node_overview IS 'One row per node: status, workers, heartbeat age, capacity / reserved / free, slots.';
 
+/* sched.pending(at): the view sched.pending at another time.  Its query is the view's,
+ * word for word but for the time (the regress test diagnostics compares the two); a
+ * PL/pgSQL function returns all its rows at once, so an operator reads the view, which
+ * computes only the rows read (`SELECT * FROM sched.pending LIMIT 100`). */
 CREATE OR REPLACE FUNCTION sched.pending(at timestamptz)
 RETURNS TABLE (request_id bigint, tenant text, capability text, priority int,
                effective_priority numeric, waited interval, tries int, next_try_at timestamptz,
@@ -186,44 +220,100 @@ BEGIN
     END IF;
     RETURN QUERY
 SELECT r.request_id,
-       r.tenant,
-       r.capability || '@' || r.capability_version,
+       r.tenant::text COLLATE pg_catalog."default" AS tenant,
+       (r.capability || '@' || r.capability_version) COLLATE pg_catalog."default" AS capability,
        r.priority,
        round((r.priority + greatest(extract(epoch FROM $1 - r.queued_at), 0)
-                          / sched.setting_seconds('sched.aging_interval'))::numeric, 2),
-       date_trunc('second', greatest($1 - r.queued_at, interval '0')),
+                          / sched.setting_seconds('sched.aging_interval'))::numeric, 2) AS effective_priority,
+       date_trunc('second', greatest($1 - r.queued_at, interval '0')) AS waited,
        r.tries,
-       greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END),
-       r.state,
+       greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
+       r.state COLLATE pg_catalog."default" AS state,
        -- a reached limit first (it holds the request back whatever the fleet), then its
        -- gang (members missing, or what its last try found), then the fleet
-       concat_ws('; ', l.reason, gx.reason,
+       concat_ws('; ', x.limit_reason, x.gang_reason,
                  CASE WHEN r.held_node_id IS NOT NULL THEN
                       format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
                              r.held_node_id, r.held_until) END,
-                 x.explanation),
+                 x.explanation) COLLATE pg_catalog."default" AS explanation,
        CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
-            WHEN (l.reason IS NOT NULL OR gx.reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
-            ELSE x.blocked END,
-       r.node_id,
-       r.last_reason
+            WHEN (x.limit_reason IS NOT NULL OR x.gang_reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
+            ELSE x.blocked END COLLATE pg_catalog."default" AS blocked,
+       r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
+       r.last_reason COLLATE pg_catalog."default" AS last_reason
   FROM sched.request r
-  JOIN sched.pending_explanations($1) x ON x.request_id = r.request_id
-  LEFT JOIN sched.limit_explanations($1) l ON l.request_id = r.request_id
-  -- the gangs' members counted once (not per request: most requests have no gang)
-  LEFT JOIN (SELECT g.gang_id, g.gang_size, count(m.request_id) AS members
-               FROM sched.gang g LEFT JOIN sched.request m ON m.gang_id = g.gang_id
-              WHERE g.placed_at IS NULL
-              GROUP BY g.gang_id, g.gang_size) gm ON gm.gang_id = r.gang_id
+  CROSS JOIN (SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit)
+                     OR EXISTS (SELECT 1 FROM sched.rate_limit)
+                     OR EXISTS (SELECT 1 FROM sched.tenant_quota) AS any_limit) lim
+  -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
+  -- written to a tuplestore and read back, and a join to limit_explanations may be
+  -- planned as a call of it for each request)
   CROSS JOIN LATERAL (
-       SELECT CASE WHEN gm.gang_id IS NULL THEN NULL
-                   WHEN gm.members < gm.gang_size
-                   THEN format('gang_incomplete: gang %s has %s of %s members submitted', gm.gang_id, gm.members, gm.gang_size)
-                   WHEN r.last_reason LIKE 'gang\_incomplete:%' THEN r.last_reason END AS reason) gx
+       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason, e.gang_reason
+         FROM (SELECT sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
+                                                r.min_cpu_millis, r.min_memory_mb, r.min_gpus,
+                                                r.reserve_cpu_millis, r.reserve_memory_mb,
+                                                r.reserve_gpus, r.node_id, $1) AS v,
+                      -- (looked up only when a limit is set, for a request in a gang)
+                      CASE WHEN lim.any_limit THEN sched.limit_reason(r.request_id, $1) END
+                           AS limit_reason,
+                      -- its gang, if it has one not placed yet: members missing, or what
+                      -- its last try found
+                      CASE WHEN r.gang_id IS NOT NULL
+                           THEN sched.gang_reason(r.gang_id, r.last_reason) END AS gang_reason
+               OFFSET 0) e) x
+ WHERE r.state IN ('PENDING', 'CLAIMED')
  ORDER BY r.queued_at, r.request_id;
 END
 $$;
-CREATE OR REPLACE VIEW sched.pending AS SELECT * FROM sched.pending(now());
+/* One row per open request, oldest first, each explained as it is read (see above); the
+ * caller's privileges apply to the tables it reads, as in the functions. */
+CREATE OR REPLACE VIEW sched.pending WITH (security_invoker = true) AS
+SELECT r.request_id,
+       r.tenant::text COLLATE pg_catalog."default" AS tenant,
+       (r.capability || '@' || r.capability_version) COLLATE pg_catalog."default" AS capability,
+       r.priority,
+       round((r.priority + greatest(extract(epoch FROM now() - r.queued_at), 0)
+                          / sched.setting_seconds('sched.aging_interval'))::numeric, 2) AS effective_priority,
+       date_trunc('second', greatest(now() - r.queued_at, interval '0')) AS waited,
+       r.tries,
+       greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
+       r.state COLLATE pg_catalog."default" AS state,
+       -- a reached limit first (it holds the request back whatever the fleet), then its
+       -- gang (members missing, or what its last try found), then the fleet
+       concat_ws('; ', x.limit_reason, x.gang_reason,
+                 CASE WHEN r.held_node_id IS NOT NULL THEN
+                      format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
+                             r.held_node_id, r.held_until) END,
+                 x.explanation) COLLATE pg_catalog."default" AS explanation,
+       CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
+            WHEN (x.limit_reason IS NOT NULL OR x.gang_reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
+            ELSE x.blocked END COLLATE pg_catalog."default" AS blocked,
+       r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
+       r.last_reason COLLATE pg_catalog."default" AS last_reason
+  FROM sched.request r
+  CROSS JOIN (SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit)
+                     OR EXISTS (SELECT 1 FROM sched.rate_limit)
+                     OR EXISTS (SELECT 1 FROM sched.tenant_quota) AS any_limit) lim
+  -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
+  -- written to a tuplestore and read back, and a join to limit_explanations may be
+  -- planned as a call of it for each request)
+  CROSS JOIN LATERAL (
+       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason, e.gang_reason
+         FROM (SELECT sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
+                                                r.min_cpu_millis, r.min_memory_mb, r.min_gpus,
+                                                r.reserve_cpu_millis, r.reserve_memory_mb,
+                                                r.reserve_gpus, r.node_id, now()) AS v,
+                      -- (looked up only when a limit is set, for a request in a gang)
+                      CASE WHEN lim.any_limit THEN sched.limit_reason(r.request_id, now()) END
+                           AS limit_reason,
+                      -- its gang, if it has one not placed yet: members missing, or what
+                      -- its last try found
+                      CASE WHEN r.gang_id IS NOT NULL
+                           THEN sched.gang_reason(r.gang_id, r.last_reason) END AS gang_reason
+               OFFSET 0) e) x
+ WHERE r.state IN ('PENDING', 'CLAIMED')
+ ORDER BY r.queued_at, r.request_id;
 COMMENT ON VIEW sched.pending IS 'One row per pending or claimed request, with a live explanation of why it waits.';
 
 CREATE OR REPLACE FUNCTION sched.queue_stats(at timestamptz)
@@ -234,6 +324,8 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_starving_before timestamptz;
 BEGIN
     IF at IS NULL THEN
         RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -242,6 +334,9 @@ BEGIN
         RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
             DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
     END IF;
+    -- (computed here, so the query calls no function for each request: it may run in
+    -- parallel)
+    v_starving_before := at - make_interval(secs => sched.setting_seconds('sched.starvation_after'));
     RETURN QUERY
 WITH waiting AS (
     SELECT r.tenant, r.capability,
@@ -250,12 +345,16 @@ WITH waiting AS (
                               AND (r.state = 'PENDING' OR r.claimed_until <= $1)) AS ready_now,
            -- a request queued for later has waited nothing yet (as in sched.pending)
            greatest(date_trunc('second', max($1 - r.queued_at)), interval '0') AS oldest_wait,
-           count(*) FILTER (WHERE r.queued_at < $1 - make_interval(secs => sched.setting_seconds('sched.starvation_after')))
-               AS starving,
-           count(l.request_id) AS limited
+           count(*) FILTER (WHERE r.queued_at < v_starving_before) AS starving
       FROM sched.request r
-      LEFT JOIN sched.limit_explanations($1) l ON l.request_id = r.request_id
      WHERE r.state IN ('PENDING', 'CLAIMED')
+     GROUP BY r.tenant, r.capability
+), limited AS (
+    -- the requests a limit holds back, reached from limit_explanations (which returns
+    -- at once when no limit is set)
+    SELECT r.tenant, r.capability, count(*) AS limited
+      FROM sched.limit_explanations($1) l
+      JOIN sched.request r ON r.request_id = l.request_id
      GROUP BY r.tenant, r.capability
 ), recent AS (
     SELECT r.tenant, r.capability,
@@ -275,8 +374,9 @@ SELECT tenant, capability,
        date_trunc('millisecond', d.p50_wait),
        date_trunc('millisecond', d.p95_wait),
        coalesce(w.starving, 0)::int,
-       coalesce(w.limited, 0)::int
+       coalesce(li.limited, 0)::int
   FROM waiting w
+  LEFT JOIN limited li USING (tenant, capability)
   FULL JOIN recent d USING (tenant, capability)
  ORDER BY tenant, capability;
 END

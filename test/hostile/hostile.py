@@ -58,7 +58,9 @@ NULL_MEANS_SOMETHING = {('set_tenant_owner', 'owner'),
                         # NULL removes a limit, or a quota's dimension (issue 14)
                         ('set_concurrency_limit', 'max_live'),
                         ('set_tenant_quota', 'max_live'), ('set_tenant_quota', 'max_cpu_millis'),
-                        ('set_tenant_quota', 'max_memory_mb'), ('set_tenant_quota', 'max_gpus')}
+                        ('set_tenant_quota', 'max_memory_mb'), ('set_tenant_quota', 'max_gpus'),
+                        # a request without gang, or without last reason (issue 16)
+                        ('gang_reason', 'gang_id'), ('gang_reason', 'last_reason')}
 
 INT4_MIN, INT4_MAX = -2147483648, 2147483647
 INT8_MIN, INT8_MAX = -9223372036854775808, 9223372036854775807

@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(88);
+SELECT plan(91);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -50,7 +50,10 @@ INSERT INTO read_fn VALUES
   ('attempt_overview', '{"timestamp with time zone"}'),
   ('dispatch_stats', '{}'),
   ('pending_explanations', '{"timestamp with time zone"}'),
+  ('pending_explanation', '{text,text,jsonb,integer,bigint,integer,integer,bigint,integer,text,"timestamp with time zone"}'),
   ('limit_explanations', '{"timestamp with time zone"}'),
+  ('limit_reason', '{bigint,"timestamp with time zone"}'),
+  ('gang_reason', '{uuid,text}'),
   ('step_lock_key', '{uuid,integer}'),
   ('setting_seconds', '{text}'),
   ('format_cpus', '{bigint}'),
@@ -161,7 +164,7 @@ $$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          43, 'the 20 read and 23 write functions listed exist');
+          46, 'the 23 read and 23 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has

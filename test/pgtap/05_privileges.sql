@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(953);
+SELECT plan(968);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -158,7 +158,11 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.node_overview(timestamptz)', 'sched_observer', $$SELECT * FROM sched.node_overview(now())$$, '00000'),
   ('sched.pending(timestamptz)', 'sched_observer', $$SELECT * FROM sched.pending(now())$$, '00000'),
   ('sched.pending_explanations(timestamptz)', 'sched_observer', $$SELECT * FROM sched.pending_explanations(now())$$, '00000'),
+  ('sched.pending_explanation(text,text,jsonb,int,bigint,int,int,bigint,int,text,timestamptz)', 'sched_observer',
+   $$SELECT * FROM sched.pending_explanation('m-cap', '1.0', '{}', 0, 0, 0, 0, 0, 0, NULL, now())$$, '00000'),
   ('sched.limit_explanations(timestamptz)', 'sched_observer', $$SELECT * FROM sched.limit_explanations(now())$$, '00000'),
+  ('sched.limit_reason(bigint,timestamptz)', 'sched_observer', format('SELECT sched.limit_reason(%s, now())', :mr2), '00000'),
+  ('sched.gang_reason(uuid,text)', 'sched_observer', $$SELECT sched.gang_reason('c1000000-0000-4000-8000-0000000000e1', NULL)$$, '00000'),
   ('sched.queue_stats(timestamptz)', 'sched_observer', $$SELECT * FROM sched.queue_stats(now())$$, '00000'),
   ('sched.attempt_overview(timestamptz)', 'sched_observer', $$SELECT * FROM sched.attempt_overview(now())$$, '00000'),
   ('sched.dispatch_stats()', 'sched_observer', $$SELECT * FROM sched.dispatch_stats()$$, '00000'),
@@ -248,8 +252,8 @@ SELECT is_empty($$SELECT sig::text FROM fn f JOIN pg_proc p ON p.oid = f.sig
                    WHERE (p.proname LIKE '\_%') <> (f.job IS NULL)$$,
                 'a function is internal (sched._*) exactly when no job role is granted it');
 SELECT results_eq($$SELECT job::text COLLATE "default", count(*)::int FROM fn WHERE job IS NOT NULL GROUP BY job ORDER BY job$$,
-                  $$VALUES ('sched_admin', 9), ('sched_observer', 20), ('sched_scheduler', 7), ('sched_worker', 7)$$,
-                  'README: 20 reader, 7 scheduler, 7 worker and 9 admin functions');
+                  $$VALUES ('sched_admin', 9), ('sched_observer', 23), ('sched_scheduler', 7), ('sched_worker', 7)$$,
+                  'README: 23 reader, 7 scheduler, 7 worker and 9 admin functions');
 
 -- ---------------------------------------------------------------------------------
 -- 1a. The catalog: has_function_privilege, per role, is exactly the table's

@@ -413,6 +413,27 @@ ref_check_pair(const SchedPlacement *p, const SchedCandidate *c, const int64_t a
 		snprintf(msg, cap, "static reasons changed with transient inputs: %s -> %s", g, w);
 		return 0;
 	}
+	/* With no static reason, the transient ones alone are the whole set (what a
+	 * dispatch batch checks of a row it judged once for the shape, batch.c). */
+	if ((got & ~SCHED_TRANSIENT_REASONS) == 0 && sched_admission_transient(p, c) != got)
+	{
+		ref_format_set(got, g, sizeof g);
+		ref_format_set(sched_admission_transient(p, c), w, sizeof w);
+		snprintf(msg, cap, "sched_admission = %s but sched_admission_transient = %s", g, w);
+		return 0;
+	}
+	if ((got2 & ~SCHED_TRANSIENT_REASONS) == 0 && sched_admission_transient(p, &c2) != got2)
+	{
+		ref_format_set(got2, g, sizeof g);
+		ref_format_set(sched_admission_transient(p, &c2), w, sizeof w);
+		snprintf(msg, cap, "(transient variant) sched_admission = %s but sched_admission_transient = %s", g, w);
+		return 0;
+	}
+	if (!sched_placement_same_static(p, p))
+	{
+		snprintf(msg, cap, "sched_placement_same_static(p, p) is false");
+		return 0;
+	}
 	if (got2 != ref_admission(p, &c2))
 	{
 		ref_format_set(ref_admission(p, &c2), w, sizeof w);
@@ -4211,6 +4232,67 @@ TEST(property_summary_counts_from_admission)
 
 /* ------------------------------------------------------------------------------------ */
 
+
+/* sched_placement_same_static: true for equal placements in different memory, false
+ * when any static input differs; the transient inputs are the candidate's, not p's. */
+TEST(placement_same_static)
+{
+	SchedLabel req1[] = {{.key = "zone", .value = "a"}};
+	SchedLabel req2[] = {{.key = "zone", .value = "a"}};
+	SchedLabel req3[] = {{.key = "zone", .value = "b"}};
+	const char *const in1[] = {"a", "b"};
+	const char *const in2[] = {"a", "b"};
+	const char *const in3[] = {"a", "c"};
+	SchedLabel ex1[] = {{.key = "zone", .op = SCHED_LABEL_IN, .nvalues = 2, .values = in1}};
+	SchedLabel ex2[] = {{.key = "zone", .op = SCHED_LABEL_IN, .nvalues = 2, .values = in2}};
+	SchedLabel ex3[] = {{.key = "zone", .op = SCHED_LABEL_IN, .nvalues = 2, .values = in3}};
+	SchedVersionBound b1[] = {{SCHED_VCMP_GE, {2, {1, 2}}}};
+	SchedVersionBound b2[] = {{SCHED_VCMP_GE, {2, {1, 3}}}};
+	SchedLabel v1[] = {{.key = "os", .op = SCHED_LABEL_VERSION, .nbounds = 1, .bounds = b1}};
+	SchedLabel v2[] = {{.key = "os", .op = SCHED_LABEL_VERSION, .nbounds = 1, .bounds = b2}};
+	SchedLabel pref[] = {{.key = "tier", .value = "fast"}};
+	char		version_a[] = "1.0";
+	char		version_b[] = "1.0";
+	SchedPlacement a = {.capability = "build", .capability_version = version_a,
+		.required_labels = {1, req1}, .min_cpu_millis = 100, .reserve_memory_mb = 512,
+		.heartbeat_cutoff = 1000};
+	SchedPlacement b = a;
+	SchedPlacement x;
+
+	b.capability_version = version_b;
+	b.required_labels.items = req2;
+	CHECK(sched_placement_same_static(&a, &b));
+	x = b; x.required_labels.items = req3;
+	CHECK(!sched_placement_same_static(&a, &x));
+	x = b; x.capability_version = "2.0";
+	CHECK(!sched_placement_same_static(&a, &x));
+	x = b; x.min_cpu_millis = 101;
+	CHECK(!sched_placement_same_static(&a, &x));
+	x = b; x.reserve_memory_mb = 513;
+	CHECK(!sched_placement_same_static(&a, &x));
+	x = b; x.reserve_gpus = 1;
+	CHECK(!sched_placement_same_static(&a, &x));
+	x = b; x.heartbeat_cutoff = 1001;
+	CHECK(!sched_placement_same_static(&a, &x));
+	x = b; x.pin_node_id = "n1";
+	CHECK(!sched_placement_same_static(&a, &x));
+	x = b; x.preferred_labels = (SchedLabelSet) {1, pref};
+	CHECK(!sched_placement_same_static(&a, &x));
+	x = b; x.required_labels = (SchedLabelSet) {0, NULL};
+	CHECK(!sched_placement_same_static(&a, &x));
+	a.required_labels = (SchedLabelSet) {1, ex1};
+	b.required_labels = (SchedLabelSet) {1, ex2};
+	CHECK(sched_placement_same_static(&a, &b));
+	b.required_labels = (SchedLabelSet) {1, ex3};
+	CHECK(!sched_placement_same_static(&a, &b));
+	a.required_labels = (SchedLabelSet) {1, v1};
+	b.required_labels = (SchedLabelSet) {1, v1};
+	CHECK(sched_placement_same_static(&a, &b));
+	b.required_labels = (SchedLabelSet) {1, v2};
+	CHECK(!sched_placement_same_static(&a, &b));
+}
+
+
 int
 main(int argc, char **argv)
 {
@@ -4277,6 +4359,7 @@ main(int argc, char **argv)
 	RUN(format_summary_exact_strings);
 	RUN(format_summary_truncation_like_snprintf);
 	RUN(format_summary_null_buffer_measures);
+	RUN(placement_same_static);
 	RUN(property_admission_matches_spec_reference);
 	RUN(property_ranking_matches_reference);
 	RUN(property_summary_matches_reference);
