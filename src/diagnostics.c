@@ -371,6 +371,20 @@ sched_pending_explanation(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(c->desc, values, nulls)));
 }
 
+/* A hash table in the memory of the query fcinfo's function is called by (fn_mcxt),
+ * for what a function called per row reads once per query. */
+static HTAB *
+query_hash(FunctionCallInfo fcinfo, const char *name, Size keysize, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = fcinfo->flinfo->fn_mcxt;
+	return hash_create(name, 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 /*
  * What sched.limit_reason keeps from one call to the next of one query (fn_extra): the
  * reasons sched.limit_explanations(at) gives, by request, read once.
@@ -416,19 +430,14 @@ sched_limit_reason(PG_FUNCTION_ARGS)
 	if (c == NULL || c->at != at)
 	{
 		MemoryContext caller = CurrentMemoryContext;
-		HASHCTL		ctl;
 		Datum		arg = TimestampTzGetDatum(at);
 		uint64		i;
 
 		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 		c = palloc0(sizeof(LimitReasons));
 		c->at = at;
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(int64);
-		ctl.entrysize = sizeof(LimitReason);
-		ctl.hcxt = fcinfo->flinfo->fn_mcxt;
-		c->reasons = hash_create("pg_sched limit reasons", 64, &ctl,
-								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		c->reasons = query_hash(fcinfo, "pg_sched limit reasons", sizeof(int64),
+								sizeof(LimitReason));
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_sched: SPI_connect failed");
 		sched_spi_exec(&limit_reasons, &arg, NULL, true, 0, SPI_OK_SELECT);
@@ -454,14 +463,10 @@ sched_limit_reason(PG_FUNCTION_ARGS)
 }
 
 /*
- * What sched.gang_reason keeps from one call to the next of one query (fn_extra): each
- * gang not placed yet, with its size and how many members it has, read once.
+ * What sched.gang_reason keeps from one call to the next of one query (fn_extra, a hash
+ * table gang_id → GangOpen): each gang not placed yet, with its size and how many
+ * members it has, read once.
  */
-typedef struct GangsOpen
-{
-	HTAB	   *gangs;			/* gang_id → GangOpen */
-} GangsOpen;
-
 typedef struct GangOpen
 {
 	pg_uuid_t	gang_id;
@@ -489,7 +494,7 @@ PG_FUNCTION_INFO_V1(sched_gang_reason);
 Datum
 sched_gang_reason(PG_FUNCTION_ARGS)
 {
-	GangsOpen  *c = (GangsOpen *) fcinfo->flinfo->fn_extra;
+	HTAB	   *gangs = (HTAB *) fcinfo->flinfo->fn_extra;
 	pg_uuid_t  *gang_id;
 	GangOpen   *g;
 	text	   *last;
@@ -497,20 +502,11 @@ sched_gang_reason(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	gang_id = PG_GETARG_UUID_P(0);
-	if (c == NULL)
+	if (gangs == NULL)
 	{
-		MemoryContext caller = CurrentMemoryContext;
-		HASHCTL		ctl;
 		uint64		i;
 
-		MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		c = palloc0(sizeof(GangsOpen));
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(pg_uuid_t);
-		ctl.entrysize = sizeof(GangOpen);
-		ctl.hcxt = fcinfo->flinfo->fn_mcxt;
-		c->gangs = hash_create("pg_sched open gangs", 64, &ctl,
-							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		gangs = query_hash(fcinfo, "pg_sched open gangs", sizeof(pg_uuid_t), sizeof(GangOpen));
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "pg_sched: SPI_connect failed");
 		sched_spi_exec(&gangs_open, NULL, NULL, true, 0, SPI_OK_SELECT);
@@ -518,16 +514,15 @@ sched_gang_reason(PG_FUNCTION_ARGS)
 		{
 			bool		isnull;
 			pg_uuid_t	id = *DatumGetUUIDP(sched_spi_get(i, 1, &isnull));
-			GangOpen   *e = hash_search(c->gangs, &id, HASH_ENTER, NULL);
+			GangOpen   *e = hash_search(gangs, &id, HASH_ENTER, NULL);
 
 			e->size = (int32) sched_spi_int64(i, 2);
 			e->members = sched_spi_int64(i, 3);
 		}
 		SPI_finish();
-		MemoryContextSwitchTo(caller);
-		fcinfo->flinfo->fn_extra = c;
+		fcinfo->flinfo->fn_extra = gangs;
 	}
-	g = hash_search(c->gangs, gang_id, HASH_FIND, NULL);
+	g = hash_search(gangs, gang_id, HASH_FIND, NULL);
 	if (g == NULL)
 		PG_RETURN_NULL();
 	if (g->members < g->size)
