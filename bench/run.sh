@@ -55,6 +55,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 PGB_DIR=$HERE/pgbench
 OUT=${BENCH_OUT:-$HERE}
+mkdir -p "$OUT"
 RUNS=${BENCH_RUNS:-3}
 QUICK=${BENCH_QUICK:-0}
 ONLY=${BENCH_ONLY:-"1 2 3 4 5 6 7 8 9"}
@@ -533,32 +534,30 @@ fi
 # transaction, 1 client, against the 1-client figures of workload 1 (measured just before,
 # on the same queue; measured here when workload 1 is not run).  Each run's session loads
 # its fleet mirror at its first call (included, at both sizes).
-if wants 9; then
-    phase "workload 9"
-    if ! wants 1; then
-        say "W9: dispatch_attempt and dispatch_next(1), 1 client, $FLEET nodes (what workload 1 would measure)"
-        w1_reset
-        for r in $(seq 1 "$RUNS"); do
-            line=""
-            for impl in pg next1; do
-                single "$impl" 1 "w1.$impl.c1" "w9_${impl}_${FLEET}_$r"
-                line="$line $impl $(fmt "$SINGLE_RATE")/s"
-            done
-            say "W9 $FLEET nodes, run $r/$RUNS:$line"
-        done
-    fi
-    say "W9: the fleet grows to $FLAT_FLEET nodes"
-    bulk "$DB_DISPATCH" $((FLEET + 1)) "$FLAT_FLEET" "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
-    sql "$DB_DISPATCH" -c "ANALYZE sched.node, sched.worker" >/dev/null
+# w9_runs NODES KEY_OF_IMPL: RUNS runs of dispatch_attempt and dispatch_next(1), 1 client,
+# each recorded under the key KEY_OF_IMPL with @ replaced by the implementation
+w9_runs() {
+    local nodes=$1 key=$2 r impl line
     w1_reset
     for r in $(seq 1 "$RUNS"); do
         line=""
         for impl in pg next1; do
-            single "$impl" 1 "w9.$impl" "w9_${impl}_${FLAT_FLEET}_$r"
+            single "$impl" 1 "${key//@/$impl}" "w9_${impl}_${nodes}_$r"
             line="$line $impl $(fmt "$SINGLE_RATE")/s"
         done
-        say "W9 $FLAT_FLEET nodes, run $r/$RUNS:$line"
+        say "W9 $nodes nodes, run $r/$RUNS:$line"
     done
+}
+if wants 9; then
+    phase "workload 9"
+    if ! wants 1; then
+        say "W9: dispatch_attempt and dispatch_next(1), 1 client, $FLEET nodes (what workload 1 would measure)"
+        w9_runs "$FLEET" "w1.@.c1"
+    fi
+    say "W9: the fleet grows to $FLAT_FLEET nodes"
+    bulk "$DB_DISPATCH" $((FLEET + 1)) "$FLAT_FLEET" "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
+    sql "$DB_DISPATCH" -c "ANALYZE sched.node, sched.worker" >/dev/null
+    w9_runs "$FLAT_FLEET" "w9.@"
 fi
 if wants 1 || wants 2 || wants 4 || wants 6 || wants 9; then
     drop_db "$DB_DISPATCH"
