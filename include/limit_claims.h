@@ -21,6 +21,15 @@ extern void sched_limit_claims_preload(void);
 /* Whether the slots are there (pg_sched preloaded) and this backend has one. */
 extern bool sched_limit_claims_available(void);
 
+/* The lock under which a scope's claims are read, checked and published: an LWLock, held
+ * for no statement and no wait (queue_limits.c counts before it takes it). */
+extern void sched_limit_claims_lock(uint16 space, uint64 scope);
+extern void sched_limit_claims_unlock(uint16 space, uint64 scope);
+
+/* How many transactions with claims have ended so far (with a barrier after the read):
+ * unchanged between a count and the copy of the claims, the count may come first. */
+extern uint64 sched_limit_claims_ended(void);
+
 /* What other transactions have claimed of one scope (a key or a tenant), copied before
  * the snapshot the caller counts with (see limit_claims.c for why before). */
 typedef struct SchedClaimOthers

@@ -8,7 +8,8 @@
  * tenant, or of one key, run one transaction at a time.  With it, a check holds the lock
  * only while it counts and publishes its claim here:
  *
- *   1. take the scope's lock (queue_limits.c): the key's or the tenant's;
+ *   1. take the scope's lock (sched_limit_claims_lock: an LWLock of this module's, which
+ *      two scopes may share);
  *   2. copy the other transactions' claims on the scope (sched_limit_claims_others);
  *   3. take the latest snapshot S and count, with S, what the scope's live attempts hold
  *      (a key's through attempt_live_key_idx, a tenant's in sched.tenant_live), plus
@@ -27,6 +28,16 @@
  * step 4 adds the claim).  An aborted X still in its slot is counted: the safe side.
  * So no reservation is counted twice or missed, and the sum a check compares with the
  * limit is at least what would hold were every running transaction to commit.
+ *
+ * The count before the lock.  Steps 3 and 2 may run the other way round, so that the
+ * lock is held only while the claims are copied and the request's own is published:
+ * read how many transactions with claims have ended (sched_limit_claims_ended), count
+ * with S, take the lock, copy the claims, and read the number again.  Unchanged, no
+ * transaction with a claim ended between the first reading and the copy, so a claim
+ * missing from the copy is of a transaction that ended (committed, visible: its end is
+ * counted after its commit is visible) before the first reading, hence before S, which
+ * counts it.  Changed, the caller counts again, under the lock, with a new snapshot (the
+ * order above).
  *
  * A claim stays until its transaction ends, also when what it claimed for was not placed
  * (withdrawn then: sched_limit_claims_withdraw) or was rolled back with a subtransaction
@@ -48,7 +59,9 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "port/atomics.h"
 #include "storage/backendid.h"
+#include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/snapmgr.h"
@@ -66,6 +79,18 @@ typedef struct LimitClaimSlot
 	int64		amounts[LIMIT_CLAIMS_MAX][SCHED_LIMIT_DIMENSIONS];
 } LimitClaimSlot;
 
+/* before the slots: how many transactions with claims have ended (see "The count before
+ * the lock" above) */
+#define LIMIT_CLAIM_LOCKS 64
+
+typedef struct LimitClaimsHeader
+{
+	pg_atomic_uint64 ended;
+	int			tranche;
+	LWLock		locks[LIMIT_CLAIM_LOCKS];	/* a scope's: locks[scope % LIMIT_CLAIM_LOCKS] */
+} LimitClaimsHeader;
+
+static LimitClaimsHeader *header = NULL;
 static LimitClaimSlot *slots = NULL;	/* [0 .. MaxBackends], by BackendId */
 static int	nslots = 0;
 static bool mine_used = false;	/* this backend's slot holds a claim */
@@ -73,7 +98,8 @@ static bool mine_used = false;	/* this backend's slot holds a claim */
 Size
 sched_limit_claims_shmem_size(void)
 {
-	return mul_size(sizeof(LimitClaimSlot), MaxBackends + 1);
+	return add_size(MAXALIGN(sizeof(LimitClaimsHeader)),
+					mul_size(sizeof(LimitClaimSlot), MaxBackends + 1));
 }
 
 void
@@ -81,10 +107,15 @@ sched_limit_claims_shmem_attach(void *ptr, bool found)
 {
 	int			i;
 
-	slots = ptr;
+	header = ptr;
+	slots = (LimitClaimSlot *) ((char *) ptr + MAXALIGN(sizeof(LimitClaimsHeader)));
 	nslots = MaxBackends + 1;
 	if (!found)
 	{
+		pg_atomic_init_u64(&header->ended, 0);
+		header->tranche = LWLockNewTrancheId();
+		for (i = 0; i < LIMIT_CLAIM_LOCKS; i++)
+			LWLockInitialize(&header->locks[i], header->tranche);
 		for (i = 0; i < nslots; i++)
 		{
 			SpinLockInit(&slots[i].mutex);
@@ -98,6 +129,8 @@ empty_mine(void)
 {
 	LimitClaimSlot *s = &slots[MyBackendId];
 
+	/* counted before the slot empties, and after the commit is visible (a full barrier) */
+	(void) pg_atomic_fetch_add_u64(&header->ended, 1);
 	SpinLockAcquire(&s->mutex);
 	s->n = 0;
 	SpinLockRelease(&s->mutex);
@@ -133,6 +166,41 @@ void
 sched_limit_claims_preload(void)
 {
 	RegisterXactCallback(limit_claims_xact_end, NULL);
+}
+
+uint64
+sched_limit_claims_ended(void)
+{
+	uint64		n = pg_atomic_read_u64(&header->ended);
+
+	pg_memory_barrier();		/* read before what the caller reads next */
+	return n;
+}
+
+/* The lock of a scope (two scopes may share one: they then check one after the other). */
+static LWLock *
+scope_lock(uint16 space, uint64 scope)
+{
+	return &header->locks[(scope ^ space) % LIMIT_CLAIM_LOCKS];
+}
+
+void
+sched_limit_claims_lock(uint16 space, uint64 scope)
+{
+	static bool named = false;
+
+	if (!named)
+	{
+		LWLockRegisterTranche(header->tranche, "pg_sched_limit_claims");
+		named = true;
+	}
+	LWLockAcquire(scope_lock(space, scope), LW_EXCLUSIVE);
+}
+
+void
+sched_limit_claims_unlock(uint16 space, uint64 scope)
+{
+	LWLockRelease(scope_lock(space, scope));
 }
 
 bool

@@ -19,11 +19,11 @@
  * Attempts that end take no lock: an end only lowers a count, and a dispatcher that
  * counted an attempt ending meanwhile errs on the safe side.
  *
- * Claims (limit_claims.c).  Preloaded, a tenant's lock, and a key's without a rate limit,
- * are held only while the check counts, and what it passes is published as a claim that
- * the next checkers count until this transaction ends: dispatchers of one tenant or key
- * no longer run one transaction at a time.  Such a lock is waited for (it is held for a
- * count, and its holder waits for nothing meanwhile).
+ * Claims (limit_claims.c).  Preloaded, a tenant and a key without a rate limit take no
+ * lock held to the commit: the check counts, then, under an LWLock of limit_claims.c
+ * held for no statement, reads the other transactions' claims and publishes its own,
+ * which the next checkers count until this transaction ends.  Dispatchers of one tenant
+ * or key no longer run one transaction at a time.
  *
  * No waiting otherwise.  A lock held to the commit (a rate-limited key, or anything when
  * not preloaded) is taken with ConditionalLockAcquire, before any worker/node pair is
@@ -271,16 +271,34 @@ uncommitted(int64 unseen)
 }
 
 /*
- * Steps 1-2 of a check by claims (limit_claims.c): the scope's lock, held only for the
- * check (waiting for it waits for one check, and its holder waits for nothing else
- * meanwhile), then the other transactions' claims on it.
+ * Steps 1-2 of a check by claims (limit_claims.c), after a count made with the snapshot
+ * taken after `ended` was read: the scope's lock (an LWLock held for no statement), then
+ * the other transactions' claims on it.  True with the lock held.  False, the lock given
+ * back, when a transaction with claims ended since `ended` was read: the caller counts
+ * again, with a new snapshot ("The count before the lock").
  */
-static void
-claim_begin(LOCKTAG *tag, uint16 space, uint64 scope, SchedClaimOthers *others)
+static bool
+claim_begin(uint16 space, uint64 scope, uint64 ended, SchedClaimOthers *others)
 {
-	scope_tag(tag, scope, space);
-	(void) LockAcquire(tag, ExclusiveLock, false, false);
+	sched_limit_claims_lock(space, scope);
 	sched_limit_claims_others(space, scope, others);
+	if (sched_limit_claims_ended() == ended)
+		return true;
+	sched_limit_claims_unlock(space, scope);
+	CHECK_FOR_INTERRUPTS();
+	return false;
+}
+
+/* What the tenant's live attempts hold (live, cpu, memory, gpus) as `snapshot` sees them. */
+static void
+tenant_used(const char *tenant, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
+{
+	Datum		v = CStringGetTextDatum(tenant);
+	int			i;
+
+	sched_spi_exec_snapshot(&tenant_live, &v, NULL, snapshot, SPI_OK_SELECT);
+	for (i = 0; i < SCHED_LIMIT_DIMENSIONS; i++)
+		used[i] = sched_spi_int64(0, 1 + i);
 }
 
 /*
@@ -290,13 +308,13 @@ claim_begin(LOCKTAG *tag, uint16 space, uint64 scope, SchedClaimOthers *others)
  * are given back.
  */
 static bool
-claim_end(LOCKTAG *tag, uint16 space, uint64 scope, const int64 asks[SCHED_LIMIT_DIMENSIONS],
+claim_end(uint16 space, uint64 scope, const int64 asks[SCHED_LIMIT_DIMENSIONS],
 		  SchedLimitsResult *out, Taken *taken)
 {
 	bool		claimed = sched_limit_claims_add(space, scope, asks);
 	SchedLimitClaim *c;
 
-	LockRelease(tag, ExclusiveLock, false);
+	sched_limit_claims_unlock(space, scope);
 	if (!claimed)
 	{
 		sched_limits_withdraw(out);
@@ -411,14 +429,19 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		int64		asks[SCHED_LIMIT_DIMENSIONS] = {1, 0, 0, 0};
 		int64		ignored[SCHED_LIMIT_DIMENSIONS] = {0};
 		uint64		key_hash = scope_hash(key);
-		LOCKTAG		tag;
 		SchedClaimOthers others;
 		Snapshot	snapshot;
 
-		if (short_key)
-			claim_begin(&tag, SCHED_KEY_LOCK_SPACE, key_hash, &others);
-		snapshot = RegisterSnapshot(GetLatestSnapshot());
-		used[0] = key_live_count(key, snapshot);
+		for (;;)
+		{
+			uint64		ended = short_key ? sched_limit_claims_ended() : 0;
+
+			snapshot = RegisterSnapshot(GetLatestSnapshot());
+			used[0] = key_live_count(key, snapshot);
+			if (!short_key || claim_begin(SCHED_KEY_LOCK_SPACE, key_hash, ended, &others))
+				break;
+			UnregisterSnapshot(snapshot);
+		}
 		count_deferred(cache, key, req->tenant, &used[0], ignored);
 		if (short_key)
 			sched_limit_claims_unseen(&others, snapshot, unseen);
@@ -426,14 +449,14 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		if (used[0] + unseen[0] >= max_live)
 		{
 			if (short_key)
-				LockRelease(&tag, ExclusiveLock, false);
+				sched_limit_claims_unlock(SCHED_KEY_LOCK_SPACE, key_hash);
 			reached(out, SCHED_WAIT_CONCURRENCY,
 					psprintf("concurrency_limit: key \"%s\" has " INT64_FORMAT " of " INT64_FORMAT
 							 " live attempts%s", key, used[0] + unseen[0], max_live,
 							 uncommitted(unseen[0])), &taken);
 			return;
 		}
-		if (short_key && !claim_end(&tag, SCHED_KEY_LOCK_SPACE, key_hash, asks, out, &taken))
+		if (short_key && !claim_end(SCHED_KEY_LOCK_SPACE, key_hash, asks, out, &taken))
 		{
 			out->detail = psprintf("this transaction dispatched under too many limits; "
 								   "concurrency key \"%s\" is left to another", key);
@@ -473,17 +496,19 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
 		int64		no_key = 0;
 		uint64		tenant_hash = scope_hash(req->tenant);
-		LOCKTAG		tag;
 		SchedClaimOthers others;
 		Snapshot	snapshot;
 
-		if (short_quota)
-			claim_begin(&tag, SCHED_TENANT_LOCK_SPACE, tenant_hash, &others);
-		snapshot = RegisterSnapshot(GetLatestSnapshot());
-		v[0] = CStringGetTextDatum(req->tenant);
-		sched_spi_exec_snapshot(&tenant_live, v, NULL, snapshot, SPI_OK_SELECT);
-		for (i = 0; i < 4; i++)
-			used[i] = sched_spi_int64(0, 1 + i);
+		for (;;)
+		{
+			uint64		ended = short_quota ? sched_limit_claims_ended() : 0;
+
+			snapshot = RegisterSnapshot(GetLatestSnapshot());
+			tenant_used(req->tenant, snapshot, used);
+			if (!short_quota || claim_begin(SCHED_TENANT_LOCK_SPACE, tenant_hash, ended, &others))
+				break;
+			UnregisterSnapshot(snapshot);
+		}
 		count_deferred(cache, NULL, req->tenant, &no_key, used);
 		if (short_quota)
 			sched_limit_claims_unseen(&others, snapshot, unseen);
@@ -497,7 +522,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 			if (q_null[i] || used[i] + unseen[i] + asks[i] <= q_max[i])
 				continue;
 			if (short_quota)
-				LockRelease(&tag, ExclusiveLock, false);
+				sched_limit_claims_unlock(SCHED_TENANT_LOCK_SPACE, tenant_hash);
 			out->tenant_full = (i == 0);
 			reached(out, SCHED_WAIT_QUOTA,
 					psprintf("tenant_quota_exceeded: tenant \"%s\" %s: its live attempts hold "
@@ -506,7 +531,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 							 uncommitted(unseen[i]), asks[i]), &taken);
 			return;
 		}
-		if (short_quota && !claim_end(&tag, SCHED_TENANT_LOCK_SPACE, tenant_hash, asks, out, &taken))
+		if (short_quota && !claim_end(SCHED_TENANT_LOCK_SPACE, tenant_hash, asks, out, &taken))
 		{
 			out->tenant_busy = true;
 			out->detail = psprintf("this transaction dispatched under too many limits; "
