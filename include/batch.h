@@ -44,6 +44,8 @@ typedef struct SchedReservationWrite
 	pg_uuid_t	step_id;
 	int32		attempt_number;
 	const char *tenant;
+	const char *concurrency_key;	/* the request's (NULL: none): counted by the limits
+									 * while the write is deferred (queue_limits.c) */
 	const char *node_id;
 	pg_uuid_t	worker_id;
 	int64		generation;

@@ -22,6 +22,13 @@ typedef enum SchedWait
 	SCHED_WAIT_PREEMPTION		/* it preempted attempts: the room is held for its next try */
 } SchedWait;
 
+typedef enum SchedLimitBusy
+{
+	SCHED_LIMIT_NOT_BUSY = 0,
+	SCHED_LIMIT_KEY_BUSY,
+	SCHED_LIMIT_TENANT_BUSY
+} SchedLimitBusy;
+
 typedef struct SchedDispatchResult
 {
 	const char *outcome;
@@ -40,6 +47,9 @@ typedef struct SchedDispatchResult
 	SchedWait	waits;			/* UNSCHEDULABLE: why it was left queued */
 	bool		tenant_full;	/* SCHED_WAIT_QUOTA on the live attempts: no request of the
 								 * tenant can go until one of its attempts ends */
+	SchedLimitBusy limit_busy;	/* another transaction holds the lock of the request's
+								 * key or tenant until it ends (set also when a queue
+								 * dispatch passes the request over) */
 	int			ngang;			/* DISPATCHED with a gang: the other members' results */
 	struct SchedDispatchResult *gang;
 } SchedDispatchResult;

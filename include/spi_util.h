@@ -43,6 +43,10 @@ extern Portal sched_spi_cursor_open(SchedStatement *stmt, Datum *values, const c
 extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 						   bool read_only, long count, int expected);
 
+/* Runs a read-only statement with `snapshot` (registered by the caller), as taken: a
+ * caller that must know which transactions the rows it read come from. */
+extern void sched_spi_exec_snapshot(SchedStatement *stmt, Datum *values, const char *nulls,
+									Snapshot snapshot, int expected);
 /* Runs a kept read-only statement with the latest snapshot (every committed
  * transaction, and this one's earlier commands), whatever the isolation level. */
 extern void sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls,
@@ -53,6 +57,10 @@ extern void sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const cha
  * at 0.1.0, where this library serves the 0.1.0 functions until ALTER EXTENSION
  * pg_sched UPDATE.  Three syscache lookups. */
 extern bool sched_schema_is_0_2(void);
+
+/* The column of `rel` named `name` (1-based), or an internal error (for code that reads
+ * a table through an index in C). */
+extern AttrNumber sched_column_of(Relation rel, const char *name);
 
 /* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
 extern Datum sched_spi_get(int row, int col, bool *isnull);

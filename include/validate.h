@@ -87,6 +87,7 @@ typedef struct SchedRequestRow
 	char	   *held_node_id;	/* capacity held for it by its preemption (NULL: none) */
 	pg_uuid_t	held_worker_id;
 	TimestampTz held_until;
+	char	   *concurrency_key;	/* NULL: none (and at 0.1.0) */
 } SchedRequestRow;
 
 /* How a row is read: no lock, FOR UPDATE, or FOR UPDATE SKIP LOCKED. */

@@ -519,10 +519,14 @@ SELECT * FROM pg_temp.fleet ORDER BY node_id;
 CREATE FUNCTION pg_temp.live_counters_right()
 RETURNS boolean LANGUAGE sql AS $$
     SELECT NOT EXISTS (
-        SELECT FROM (SELECT tenant, sum(live) AS live FROM sched.tenant_live GROUP BY tenant) c
-          FULL JOIN (SELECT tenant, count(*) AS live FROM sched.attempt
+        SELECT FROM (SELECT tenant, sum(live) AS live, sum(cpu_millis) AS cpu, sum(memory_mb) AS mem,
+                            sum(gpus) AS gpus FROM sched.tenant_live GROUP BY tenant) c
+          FULL JOIN (SELECT tenant, count(*) AS live, sum(reserve_cpu_millis) AS cpu,
+                            sum(reserve_memory_mb) AS mem, sum(reserve_gpus) AS gpus
+                       FROM sched.attempt
                       WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY tenant) a USING (tenant)
-         WHERE coalesce(c.live, 0) <> coalesce(a.live, 0))
+         WHERE (coalesce(c.live, 0), coalesce(c.cpu, 0), coalesce(c.mem, 0), coalesce(c.gpus, 0))
+               IS DISTINCT FROM (coalesce(a.live, 0), coalesce(a.cpu, 0), coalesce(a.mem, 0), coalesce(a.gpus, 0)))
 $$;
 SELECT pg_temp.live_counters_right() AS counters_right;
 -- three new attempts, two tenants

@@ -144,6 +144,15 @@ SELECT request_id = pg_temp.req(22) AS step_22, blocked FROM sched.pending('2024
 SELECT pg_temp.finish(21, '2024-05-01 10:03:02+00');
 SELECT * FROM pg_temp.dispatch('2024-05-01 10:03:03+00');
 
+-- A transaction that dispatched under the quota cannot be prepared (its claim, counted
+-- by other dispatchers, would go with the session: src/limit_claims.c); it is rolled back
+SELECT tenant, max_live FROM sched.set_tenant_quota('lab2', 5, NULL, NULL, NULL);
+SELECT count(*) FROM (VALUES (pg_temp.submit(26, NULL, 'lab2', 0))) v;
+BEGIN;
+SELECT step, outcome FROM pg_temp.dispatch('2024-05-01 10:03:04+00') WHERE step = 26;
+PREPARE TRANSACTION 'pg_sched_limits';
+SELECT state FROM sched.request WHERE request_id = pg_temp.req(26);
+
 -- ---------------------------------------------------------------------------------
 -- The counters and the dump
 -- ---------------------------------------------------------------------------------

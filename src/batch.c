@@ -365,6 +365,7 @@ sched_batch_defer(SchedBatch *batch, const SchedReservationWrite *r)
 	w = &batch->pending[batch->npending++];
 	*w = *r;
 	w->tenant = pstrdup(r->tenant);
+	w->concurrency_key = r->concurrency_key ? pstrdup(r->concurrency_key) : NULL;
 	w->node_id = pstrdup(r->node_id);
 	MemoryContextSwitchTo(old);
 }

@@ -294,9 +294,21 @@ static SchedStatement expired_claims_returned = {
 
 /* live counters back at zero (tenants that come and go would pile them up); a row a
  * running dispatch holds is left for the next time */
+static SchedStatement tenant_live_pruned_0_1 = {
+	"DELETE FROM sched.tenant_live l WHERE ROW(l.tenant, l.backend) OPERATOR(pg_catalog.=) ANY ( "
+	"    SELECT z.tenant, z.backend FROM sched.tenant_live z WHERE z.live OPERATOR(pg_catalog.=) 0 "
+	"       FOR UPDATE SKIP LOCKED)",
+	0, {InvalidOid}
+};
+
+/* (0.2.0: the reservations' sums too.  A row's sums are not zero with its live count:
+ * a slot's row gains what the attempts dispatched in it reserve and loses what those
+ * that end in it reserved, so a row at live 0 may still hold a part of a tenant's sums) */
 static SchedStatement tenant_live_pruned = {
 	"DELETE FROM sched.tenant_live l WHERE ROW(l.tenant, l.backend) OPERATOR(pg_catalog.=) ANY ( "
 	"    SELECT z.tenant, z.backend FROM sched.tenant_live z WHERE z.live OPERATOR(pg_catalog.=) 0 "
+	"       AND z.cpu_millis OPERATOR(pg_catalog.=) 0 AND z.memory_mb OPERATOR(pg_catalog.=) 0 "
+	"       AND z.gpus OPERATOR(pg_catalog.=) 0 "
 	"       FOR UPDATE SKIP LOCKED)",
 	0, {InvalidOid}
 };
@@ -1239,7 +1251,8 @@ sched_reap_expired(PG_FUNCTION_ARGS)
 	if (sched_schema_is_0_2())
 		(void) release_ended_holds(at);
 	sched_spi_exec(&expired_claims_returned, v, NULL, false, 0, SPI_OK_UPDATE);
-	sched_spi_exec(&tenant_live_pruned, NULL, NULL, false, 0, SPI_OK_DELETE);
+	sched_spi_exec(sched_schema_is_0_2() ? &tenant_live_pruned : &tenant_live_pruned_0_1, NULL, NULL,
+				   false, 0, SPI_OK_DELETE);
 	SPI_finish();
 	PG_RETURN_INT32(lost);
 }

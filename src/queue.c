@@ -160,8 +160,18 @@ static SchedStatement tenant_batch_shapes = {
 
 /*
  * The shapes with ready requests (a loose index scan of request_shape_idx) and, for each,
- * its earliest ready request (to judge the shape by), without locking anything.
+ * a ready request to judge it by, without locking anything.  Every request of a shape is
+ * admitted by the same nodes (the shape hashes all admission looks at, capability
+ * included), so any of them judges it; with a tenant, the statement looks for one of the
+ * tenant's among the shape's first $5 ready requests (request_shape_idx has no tenant:
+ * looking further would walk the other tenants' queues, at every call); when none is
+ * there but there are $5, the shape is judged all the same, by the $5-th.  A shape left
+ * out has fewer than $5 ready requests, none of the tenant's.
  */
+/* the ready requests of shape s.shape */
+#define SHAPE_READY \
+	"  FROM sched.request r WHERE r.shape OPERATOR(pg_catalog.=) s.shape AND " READY("$1") \
+	"   AND ($2::pg_catalog.text IS NULL OR r.capability OPERATOR(pg_catalog.=) $2) "
 static SchedStatement ready_shapes = {
 	"WITH RECURSIVE s(shape) AS ( "
 	"  (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
@@ -171,14 +181,19 @@ static SchedStatement ready_shapes = {
 	"            AND r.shape OPERATOR(pg_catalog.>) s.shape ORDER BY r.shape LIMIT 1) "
 	"    FROM s WHERE s.shape IS NOT NULL) "
 	"SELECT s.shape, x.request_id FROM s CROSS JOIN LATERAL ( "
-	"  SELECT r.request_id FROM sched.request r "
-	"   WHERE r.shape OPERATOR(pg_catalog.=) s.shape AND " READY("$1")
-	"     AND ($2::pg_catalog.text IS NULL OR r.capability OPERATOR(pg_catalog.=) $2) "
-	"     AND ($3::pg_catalog.text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $3) "
-	"   ORDER BY r.available_at LIMIT 1) x "
+	"  (SELECT y.request_id FROM (SELECT r.request_id, r.tenant " SHAPE_READY
+	"      ORDER BY r.available_at LIMIT $5) y "
+	"    WHERE $3::pg_catalog.text IS NULL OR y.tenant OPERATOR(pg_catalog.=) $3 LIMIT 1) "
+	"  UNION ALL "
+	"  (SELECT r.request_id " SHAPE_READY
+	"    ORDER BY r.available_at OFFSET $5 OPERATOR(pg_catalog.-) 1 LIMIT 1) "
+	"  LIMIT 1) x "
 	" WHERE s.shape IS NOT NULL LIMIT $4",
-	4, {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID}
+	5, {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID, INT4OID}
 };
+
+/* with a tenant, how many of a shape's first ready requests ready_shapes looks through */
+#define SHAPE_TENANT_LOOKAHEAD 64
 
 /* tenants with open requests (loose index scan), their weight and live attempts (the
  * counters sched.tenant_live keeps: counting attempts would cost as many as are live) */
@@ -770,8 +785,8 @@ shape_entry(ShapeJudge *j, int64 shape, int64 request_id, QueueScan *q)
 static void
 judge_ready_shapes(ShapeJudge *j, QueueScan *q)
 {
-	Datum		v[4];
-	char		n[4] = {' ', ' ', ' ', ' '};
+	Datum		v[5];
+	char		n[5] = {' ', ' ', ' ', ' ', ' '};
 	int64		shapes[SHAPES_JUDGED_FIRST];
 	int64		requests[SHAPES_JUDGED_FIRST];
 	int			count;
@@ -781,6 +796,7 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q)
 	v[1] = text_or_null(q->capability, &n[1]);
 	v[2] = text_or_null(q->tenant, &n[2]);
 	v[3] = Int32GetDatum(SHAPES_JUDGED_FIRST + 1);
+	v[4] = Int32GetDatum(q->tenant == NULL ? 1 : SHAPE_TENANT_LOOKAHEAD);
 	sched_spi_exec(&ready_shapes, v, n, false, 0, SPI_OK_SELECT);
 	j->all_known = SPI_processed <= SHAPES_JUDGED_FIRST;
 	count = (int) Min(SPI_processed, SHAPES_JUDGED_FIRST);
@@ -919,9 +935,13 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(outer);
 		MemoryContextReset(per_request);
 		/* what the try found of the shape, on a fresh snapshot */
-		if (res.waits == SCHED_WAIT_CONCURRENCY || res.waits == SCHED_WAIT_RATE)
+		/* (a key or tenant another transaction is dispatching stays locked until that
+		 * transaction ends: its requests would only be passed over one by one) */
+		if (res.waits == SCHED_WAIT_CONCURRENCY || res.waits == SCHED_WAIT_RATE ||
+			res.limit_busy == SCHED_LIMIT_KEY_BUSY)
 			queue_exclude_name(&q.excluded_keys, &q.nexcluded_keys, ckey);
-		else if (res.waits == SCHED_WAIT_QUOTA && res.tenant_full)
+		else if ((res.waits == SCHED_WAIT_QUOTA && res.tenant_full) ||
+				 res.limit_busy == SCHED_LIMIT_TENANT_BUSY)
 		{
 			queue_exclude_name(&q.excluded_tenants, &q.nexcluded_tenants, tname);
 			if (t != NULL)

@@ -10,15 +10,25 @@
  * pg_advisory_lock() cannot take it), keyed by a 64-bit hash of the key or tenant (a
  * collision only makes two keys check one after the other).  It counts with the latest
  * snapshot, which sees every transaction that held the lock before (they released it at
- * their end, after their commit was visible) and this transaction's own earlier writes
- * (a deferred batch is written first).  So the holders of a lock check and reserve one
+ * their end, after their commit was visible) and this transaction's own earlier writes;
+ * the reservations a dispatch_next batch still defers are added from the batch
+ * (count_deferred), except for a rate limit, whose window is counted after the batch is
+ * written.  A tenant's live attempts and what they reserve are the sums
+ * sched.tenant_live keeps, written in the same transactions as the attempts.  So the holders of a lock check and reserve one
  * after another, each seeing all that the others reserved, whatever the isolation level.
  * Attempts that end take no lock: an end only lowers a count, and a dispatcher that
  * counted an attempt ending meanwhile errs on the safe side.
  *
- * No waiting.  The locks are taken with ConditionalLockAcquire, before any worker/node
- * pair is locked, and never waited for: a dispatch that finds one held passes the request
- * over (from the queue) or answers UNSCHEDULABLE (contention).  Nothing that holds one of
+ * Claims (limit_claims.c).  Preloaded, a tenant and a key without a rate limit take no
+ * lock held to the commit: the check counts, then, under an LWLock of limit_claims.c
+ * held for no statement, reads the other transactions' claims and publishes its own,
+ * which the next checkers count until this transaction ends.  Dispatchers of one tenant
+ * or key no longer run one transaction at a time.
+ *
+ * No waiting otherwise.  A lock held to the commit (a rate-limited key, or anything when
+ * not preloaded) is taken with ConditionalLockAcquire, before any worker/node pair is
+ * locked, and never waited for: a dispatch that finds one held passes the request over
+ * (from the queue) or answers UNSCHEDULABLE (contention).  Nothing that holds one of
  * these locks waits for one, so they add no edge to any wait-for cycle.
  *
  * The rate limit is a sliding window: a dispatch at time t is allowed when fewer than
@@ -32,9 +42,20 @@
 
 #include "queue_limits.h"
 #include "batch.h"
+#include "limit_claims.h"
 #include "spi_util.h"
 
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -64,13 +85,53 @@ static SchedStatement any_limits = {
 	0, {InvalidOid}
 };
 
-static SchedStatement key_live = {
-	"SELECT pg_catalog.count(*) FROM sched.attempt a "
-	" WHERE a.concurrency_key OPERATOR(pg_catalog.=) $1 AND a.concurrency_key IS NOT NULL "
-	"   AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[])",
-	1, {TEXTOID},
-	.keyed = true
-};
+/*
+ * The live attempts of `key` that `snapshot` sees (the latest: with this transaction's
+ * own written ones), read through the partial index attempt_live_key_idx in C: a plan made
+ * while sched.attempt was empty (after a TRUNCATE, on a fresh install) and kept by the
+ * session took the tenant's live-attempt index instead, and filtered every live attempt
+ * of the tenant at every check.
+ */
+static int64
+key_live_count(const char *key, Snapshot snapshot)
+{
+	Oid			nsp = get_namespace_oid("sched", false);
+	Oid			relid = get_relname_relid("attempt", nsp);
+	Oid			indexid = get_relname_relid("attempt_live_key_idx", nsp);
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	ScanKeyData skey;
+	AttrNumber	status_col;
+	int64		live = 0;
+
+	if (!OidIsValid(relid) || !OidIsValid(indexid))
+		elog(ERROR, "pg_sched: sched.attempt or its index attempt_live_key_idx is missing");
+	rel = table_open(relid, AccessShareLock);
+	index = index_open(indexid, AccessShareLock);
+	status_col = sched_column_of(rel, "status");
+	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[0], F_TEXTEQ, CStringGetTextDatum(key));
+	slot = table_slot_create(rel, NULL);
+	scan = index_beginscan(rel, index, snapshot, 1, 0);
+	index_rescan(scan, &skey, 1, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		char	   *status = TextDatumGetCString(slot_getattr(slot, status_col, &isnull));
+
+		/* (the index holds live versions only; the status is checked all the same) */
+		if (strcmp(status, "DISPATCHED") == 0 || strcmp(status, "RUNNING") == 0)
+			live++;
+		pfree(status);
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(rel, AccessShareLock);
+	return live;
+}
 
 /* dispatches of the key within `per` of t, and the time the n-th latest of them leaves
  * the window (when a dispatch at that time would be allowed) */
@@ -96,16 +157,45 @@ static SchedStatement rate_reason = {
 	5, {TEXTOID, INT8OID, INTERVALOID, INT8OID, TIMESTAMPTZOID}
 };
 
+/* what the tenant's live attempts hold: the sums sched.tenant_live keeps (a row per
+ * backend slot; counting the attempts would cost as many as are live) */
 static SchedStatement tenant_live = {
-	"SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(a.reserve_cpu_millis), 0)::pg_catalog.int8, "
-	"       COALESCE(pg_catalog.sum(a.reserve_memory_mb), 0)::pg_catalog.int8, "
-	"       COALESCE(pg_catalog.sum(a.reserve_gpus), 0)::pg_catalog.int8 "
-	"  FROM sched.attempt a "
-	" WHERE a.tenant OPERATOR(pg_catalog.=) $1 "
-	"   AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[])",
+	"SELECT COALESCE(pg_catalog.sum(l.live), 0)::pg_catalog.int8, "
+	"       COALESCE(pg_catalog.sum(l.cpu_millis), 0)::pg_catalog.int8, "
+	"       COALESCE(pg_catalog.sum(l.memory_mb), 0)::pg_catalog.int8, "
+	"       COALESCE(pg_catalog.sum(l.gpus), 0)::pg_catalog.int8 "
+	"  FROM sched.tenant_live l WHERE l.tenant OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID},
 	.keyed = true
 };
+
+/*
+ * What the batch's deferred (not yet written) reservations hold of `key` (live attempts)
+ * and of `tenant` (live attempts, cpu, memory, gpus): the table does not show them yet.
+ */
+static void
+count_deferred(const SchedBatch *cache, const char *key, const char *tenant,
+			   int64 *key_live, int64 tenant_used[4])
+{
+	int			i;
+
+	if (cache == NULL)
+		return;
+	for (i = 0; i < cache->npending; i++)
+	{
+		const SchedReservationWrite *w = &cache->pending[i];
+
+		if (key != NULL && w->concurrency_key != NULL && strcmp(w->concurrency_key, key) == 0)
+			(*key_live)++;
+		if (strcmp(w->tenant, tenant) == 0)
+		{
+			tenant_used[0]++;
+			tenant_used[1] += w->reserve_cpu_millis;
+			tenant_used[2] += w->reserve_memory_mb;
+			tenant_used[3] += w->reserve_gpus;
+		}
+	}
+}
 
 /* the locks one check took (not those this transaction held already) */
 typedef struct Taken
@@ -116,14 +206,25 @@ typedef struct Taken
 
 /* Takes the lock of `name` in `space` without waiting; false when another transaction
  * holds it. */
+static uint64
+scope_hash(const char *name)
+{
+	return hash_bytes_extended((const unsigned char *) name, (int) strlen(name), 0);
+}
+
+static void
+scope_tag(LOCKTAG *tag, uint64 key, uint16 space)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, space);
+}
+
 static bool
 lock_scope(const char *name, uint16 space, Taken *taken)
 {
 	LOCKTAG		tag;
-	uint64		key = hash_bytes_extended((const unsigned char *) name, (int) strlen(name), 0);
 	LockAcquireResult r;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, space);
+	scope_tag(&tag, scope_hash(name), space);
 	r = LockAcquire(&tag, ExclusiveLock, false, true);
 	if (r == LOCKACQUIRE_OK)
 		taken->tags[taken->n++] = tag;
@@ -140,6 +241,8 @@ reached(SchedLimitsResult *out, SchedWait waits, char *detail, Taken *taken)
 {
 	int			i;
 
+	sched_limits_withdraw(out);	/* a key's claim, when its tenant is full */
+	out->nclaims = 0;
 	out->verdict = SCHED_LIMITS_REACHED;
 	out->waits = waits;
 	out->detail = detail;
@@ -147,6 +250,89 @@ reached(SchedLimitsResult *out, SchedWait waits, char *detail, Taken *taken)
 		LockRelease(&taken->tags[i], ExclusiveLock, false);
 	taken->n = 0;
 }
+
+void
+sched_limits_withdraw(const SchedLimitsResult *limits)
+{
+	int			i;
+
+	for (i = 0; i < limits->nclaims; i++)
+		sched_limit_claims_withdraw(limits->claims[i].space, limits->claims[i].scope,
+									limits->claims[i].asks);
+}
+
+/* " (n of them ...)": what of a count comes from the claims of transactions not yet
+ * committed, for a reason; "" when none */
+static const char *
+uncommitted(int64 unseen)
+{
+	return unseen == 0 ? "" :
+		psprintf(" (" INT64_FORMAT " of them dispatched by transactions not yet committed)", unseen);
+}
+
+/*
+ * Steps 1-2 of a check by claims (limit_claims.c), after a count made with the snapshot
+ * taken after `ended` was read: the scope's lock (an LWLock held for no statement), then
+ * the other transactions' claims on it.  True with the lock held.  False, the lock given
+ * back, when a transaction with claims ended since `ended` was read: the caller counts
+ * again, with a new snapshot ("The count before the lock").
+ */
+static bool
+claim_begin(uint16 space, uint64 scope, uint64 ended, SchedClaimOthers *others)
+{
+	sched_limit_claims_lock(space, scope);
+	sched_limit_claims_others(space, scope, others);
+	if (sched_limit_claims_ended() == ended)
+		return true;
+	sched_limit_claims_unlock(space, scope);
+	CHECK_FOR_INTERRUPTS();
+	return false;
+}
+
+/* What the tenant's live attempts hold (live, cpu, memory, gpus) as `snapshot` sees them. */
+static void
+tenant_used(const char *tenant, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
+{
+	Datum		v = CStringGetTextDatum(tenant);
+	int			i;
+
+	sched_spi_exec_snapshot(&tenant_live, &v, NULL, snapshot, SPI_OK_SELECT);
+	for (i = 0; i < SCHED_LIMIT_DIMENSIONS; i++)
+		used[i] = sched_spi_int64(0, 1 + i);
+}
+
+/*
+ * Step 5: publishes the claim and releases the scope's lock; the claim is noted in out
+ * (withdrawn if the reservation does not happen).  False when this transaction has no
+ * room for another claim: out is then BUSY, and the claims and locks this check took
+ * are given back.
+ */
+static bool
+claim_end(uint16 space, uint64 scope, const int64 asks[SCHED_LIMIT_DIMENSIONS],
+		  SchedLimitsResult *out, Taken *taken)
+{
+	bool		claimed = sched_limit_claims_add(space, scope, asks);
+	SchedLimitClaim *c;
+
+	sched_limit_claims_unlock(space, scope);
+	if (!claimed)
+	{
+		sched_limits_withdraw(out);
+		out->nclaims = 0;
+		for (int i = 0; i < taken->n; i++)
+			LockRelease(&taken->tags[i], ExclusiveLock, false);
+		taken->n = 0;
+		out->verdict = SCHED_LIMITS_BUSY;
+		out->waits = SCHED_WAIT_CONTENTION;
+		return false;
+	}
+	c = &out->claims[out->nclaims++];
+	c->space = space;
+	c->scope = scope;
+	memcpy(c->asks, asks, sizeof(c->asks));
+	return true;
+}
+
 
 void
 sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, TimestampTz at,
@@ -158,7 +344,9 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	Taken		taken = {0};
 	bool		has_concurrency,
 				has_rate,
-				has_quota;
+				has_quota,
+				short_key,
+				short_quota;
 	int64		max_live = 0,
 				dispatches = 0;
 	Interval   *per = NULL;
@@ -204,8 +392,14 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	if (!has_concurrency && !has_rate && !has_quota)
 		return;
 
-	/* the locks first, then what this transaction reserved so far into the table */
-	if ((has_concurrency || has_rate) && !lock_scope(key, SCHED_KEY_LOCK_SPACE, &taken))
+	/*
+	 * The locks first.  With the claims in shared memory (limit_claims.c) a key without a
+	 * rate limit, and a tenant, are locked below for their check alone; otherwise here,
+	 * without waiting, until the transaction ends.
+	 */
+	short_key = has_concurrency && !has_rate && sched_limit_claims_available();
+	short_quota = has_quota && sched_limit_claims_available();
+	if ((has_concurrency || has_rate) && !short_key && !lock_scope(key, SCHED_KEY_LOCK_SPACE, &taken))
 	{
 		out->verdict = SCHED_LIMITS_BUSY;
 		out->waits = SCHED_WAIT_CONTENTION;
@@ -213,7 +407,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 							   key);
 		return;
 	}
-	if (has_quota && !lock_scope(req->tenant, SCHED_TENANT_LOCK_SPACE, &taken))
+	if (has_quota && !short_quota && !lock_scope(req->tenant, SCHED_TENANT_LOCK_SPACE, &taken))
 	{
 		for (int i = 0; i < taken.n; i++)
 			LockRelease(&taken.tags[i], ExclusiveLock, false);	/* nothing reserved */
@@ -221,23 +415,51 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		out->waits = SCHED_WAIT_CONTENTION;
 		out->detail = psprintf("tenant \"%s\" is being dispatched by another transaction",
 							   req->tenant);
+		out->tenant_busy = true;
 		return;
 	}
-	if (cache != NULL)
+	/* the rate window is counted in the table alone: the batch is written first */
+	if (has_rate && cache != NULL)
 		sched_batch_flush(cache);
 
 	if (has_concurrency)
 	{
-		int64		live;
+		int64		used[SCHED_LIMIT_DIMENSIONS] = {0};
+		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
+		int64		asks[SCHED_LIMIT_DIMENSIONS] = {1, 0, 0, 0};
+		int64		ignored[SCHED_LIMIT_DIMENSIONS] = {0};
+		uint64		key_hash = scope_hash(key);
+		SchedClaimOthers others;
+		Snapshot	snapshot;
 
-		v[0] = CStringGetTextDatum(key);
-		sched_spi_exec_latest(&key_live, v, NULL, SPI_OK_SELECT);
-		live = sched_spi_int64(0, 1);
-		if (live >= max_live)
+		for (;;)
 		{
+			uint64		ended = short_key ? sched_limit_claims_ended() : 0;
+
+			snapshot = RegisterSnapshot(GetLatestSnapshot());
+			used[0] = key_live_count(key, snapshot);
+			if (!short_key || claim_begin(SCHED_KEY_LOCK_SPACE, key_hash, ended, &others))
+				break;
+			UnregisterSnapshot(snapshot);
+		}
+		count_deferred(cache, key, req->tenant, &used[0], ignored);
+		if (short_key)
+			sched_limit_claims_unseen(&others, snapshot, unseen);
+		UnregisterSnapshot(snapshot);
+		if (used[0] + unseen[0] >= max_live)
+		{
+			if (short_key)
+				sched_limit_claims_unlock(SCHED_KEY_LOCK_SPACE, key_hash);
 			reached(out, SCHED_WAIT_CONCURRENCY,
 					psprintf("concurrency_limit: key \"%s\" has " INT64_FORMAT " of " INT64_FORMAT
-							 " live attempts", key, live, max_live), &taken);
+							 " live attempts%s", key, used[0] + unseen[0], max_live,
+							 uncommitted(unseen[0])), &taken);
+			return;
+		}
+		if (short_key && !claim_end(SCHED_KEY_LOCK_SPACE, key_hash, asks, out, &taken))
+		{
+			out->detail = psprintf("this transaction dispatched under too many limits; "
+								   "concurrency key \"%s\" is left to another", key);
 			return;
 		}
 	}
@@ -269,26 +491,51 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	if (has_quota)
 	{
 		static const char *const dimension[4] = {"live attempts", "cpu_millis", "memory_mb", "gpus"};
-		int64		used[4];
-		int64		asks[4];
+		int64		used[SCHED_LIMIT_DIMENSIONS];
+		int64		asks[SCHED_LIMIT_DIMENSIONS];
+		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
+		int64		no_key = 0;
+		uint64		tenant_hash = scope_hash(req->tenant);
+		SchedClaimOthers others;
+		Snapshot	snapshot;
 
-		v[0] = CStringGetTextDatum(req->tenant);
-		sched_spi_exec_latest(&tenant_live, v, NULL, SPI_OK_SELECT);
-		for (i = 0; i < 4; i++)
-			used[i] = sched_spi_int64(0, 1 + i);
+		for (;;)
+		{
+			uint64		ended = short_quota ? sched_limit_claims_ended() : 0;
+
+			snapshot = RegisterSnapshot(GetLatestSnapshot());
+			tenant_used(req->tenant, snapshot, used);
+			if (!short_quota || claim_begin(SCHED_TENANT_LOCK_SPACE, tenant_hash, ended, &others))
+				break;
+			UnregisterSnapshot(snapshot);
+		}
+		count_deferred(cache, NULL, req->tenant, &no_key, used);
+		if (short_quota)
+			sched_limit_claims_unseen(&others, snapshot, unseen);
+		UnregisterSnapshot(snapshot);
 		asks[0] = 1;
 		asks[1] = p->reserve_cpu_millis;
 		asks[2] = p->reserve_memory_mb;
 		asks[3] = p->reserve_gpus;
 		for (i = 0; i < 4; i++)
 		{
-			if (q_null[i] || used[i] + asks[i] <= q_max[i])
+			if (q_null[i] || used[i] + unseen[i] + asks[i] <= q_max[i])
 				continue;
+			if (short_quota)
+				sched_limit_claims_unlock(SCHED_TENANT_LOCK_SPACE, tenant_hash);
 			out->tenant_full = (i == 0);
 			reached(out, SCHED_WAIT_QUOTA,
 					psprintf("tenant_quota_exceeded: tenant \"%s\" %s: its live attempts hold "
-							 INT64_FORMAT " of " INT64_FORMAT ", this request asks " INT64_FORMAT,
-							 req->tenant, dimension[i], used[i], q_max[i], asks[i]), &taken);
+							 INT64_FORMAT " of " INT64_FORMAT "%s, this request asks " INT64_FORMAT,
+							 req->tenant, dimension[i], used[i] + unseen[i], q_max[i],
+							 uncommitted(unseen[i]), asks[i]), &taken);
+			return;
+		}
+		if (short_quota && !claim_end(SCHED_TENANT_LOCK_SPACE, tenant_hash, asks, out, &taken))
+		{
+			out->tenant_busy = true;
+			out->detail = psprintf("this transaction dispatched under too many limits; "
+								   "tenant \"%s\" is left to another", req->tenant);
 			return;
 		}
 	}

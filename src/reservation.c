@@ -242,24 +242,6 @@ set_outcome(SchedDispatchResult *res, const char *outcome, char *detail)
 	res->detail = detail;
 }
 
-/* The column of `rel` named `name` (1-based), or an internal error. */
-static AttrNumber
-column_of(Relation rel, const char *name)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			i;
-
-	for (i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
-			return att->attnum;
-	}
-	elog(ERROR, "pg_sched: sched.%s has no column %s", RelationGetRelationName(rel), name);
-	return InvalidAttrNumber;	/* keep compiler quiet */
-}
-
 /*
  * The attempt of (step_id, attempt_number), if one exists: into res (attempt, node,
  * worker, lease version, score), true.  Read through the unique index
@@ -300,12 +282,12 @@ existing_attempt(const pg_uuid_t *step_id, int32 attempt_number, SchedDispatchRe
 		bool		isnull;
 
 		res->has_attempt = true;
-		res->attempt_id = *DatumGetUUIDP(slot_getattr(slot, column_of(rel, "attempt_id"), &isnull));
-		res->node_id = TextDatumGetCString(slot_getattr(slot, column_of(rel, "node_id"), &isnull));
-		res->worker_id = *DatumGetUUIDP(slot_getattr(slot, column_of(rel, "worker_id"), &isnull));
-		res->lease_version = DatumGetInt64(slot_getattr(slot, column_of(rel, "lease_version"), &isnull));
+		res->attempt_id = *DatumGetUUIDP(slot_getattr(slot, sched_column_of(rel, "attempt_id"), &isnull));
+		res->node_id = TextDatumGetCString(slot_getattr(slot, sched_column_of(rel, "node_id"), &isnull));
+		res->worker_id = *DatumGetUUIDP(slot_getattr(slot, sched_column_of(rel, "worker_id"), &isnull));
+		res->lease_version = DatumGetInt64(slot_getattr(slot, sched_column_of(rel, "lease_version"), &isnull));
 		res->has_score = true;
-		res->score = DatumGetInt64(slot_getattr(slot, column_of(rel, "score"), &isnull));
+		res->score = DatumGetInt64(slot_getattr(slot, sched_column_of(rel, "score"), &isnull));
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -358,6 +340,7 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	w.step_id = req->step_id;
 	w.attempt_number = req->attempt_number;
 	w.tenant = req->tenant;
+	w.concurrency_key = req->concurrency_key;
 	w.node_id = row->c.node_id;
 	w.worker_id = row->worker_id;
 	w.generation = row->generation;
@@ -766,6 +749,62 @@ place_request(const SchedRequestRow *req, const SchedPlacementArgs *args, bool m
 }
 
 /*
+ * The rest of sched_dispatch_request once the request's limits passed: its preemption's
+ * hold, the pair, and (waiting for capacity) a preemption.  Same result.
+ */
+static bool
+place_within_limits(SchedRequestRow *req, SchedPlacementArgs *args, TimestampTz at,
+					bool may_wait, bool from_queue, SchedBatch *cache,
+					SchedDispatchResult *res)
+{
+	/* the room its preemption holds for it, released under the rows' locks */
+	if (req->held_node_id != NULL)
+	{
+		if (!sched_release_hold(req, args))
+		{
+			if (from_queue)
+				return false;
+			res->waits = SCHED_WAIT_CONTENTION;
+			set_outcome(res, "UNSCHEDULABLE",
+						psprintf("the worker and node its preemption holds room on (node %s) are held by "
+								 "another transaction: nothing changed; the room stays held for it",
+								 req->held_node_id));
+			return true;
+		}
+		sched_batch_forget_fleets(cache);
+	}
+
+	/* (having taken its hold's rows, it may no longer wait: it holds a pair) */
+	if (place_request(req, args, may_wait && req->held_node_id == NULL, cache, NULL, 0, res))
+		return true;
+
+	/* waits for capacity: preemption may make room (preemption.c) */
+	if (sched_preemption && !req->in_gang)
+	{
+		char	   *done;
+
+		sched_batch_flush(cache);
+		done = sched_preempt_for(req, args, at);
+		if (done != NULL)
+		{
+			Datum		v[4];
+
+			sched_batch_forget_fleets(cache);
+			v[0] = Int64GetDatum(req->request_id);
+			v[1] = Int32GetDatum(0);
+			v[2] = CStringGetTextDatum(done);
+			v[3] = TimestampTzGetDatum(req->available_at);
+			sched_spi_exec(&request_waits, v, NULL, false, 0, SPI_OK_UPDATE);
+			res->waits = SCHED_WAIT_PREEMPTION;
+			set_outcome(res, "UNSCHEDULABLE", done);
+			return true;
+		}
+	}
+	leave_queued(req, args, res->conflicts, cache, res);
+	return true;
+}
+
+/*
  * Gangs (README, "Gangs"; gang.c holds the rows).  A gang member met by a dispatch
  * places its whole gang or nothing:
  *   1. the gang row, locked without waiting (busy: passed over, as a busy request);
@@ -847,6 +886,10 @@ place_members(void *arg)
 			t->taken[t->ntaken++] = r->node_id;
 			continue;
 		}
+		if (limits.verdict == SCHED_LIMITS_OK)
+			sched_limits_withdraw(&limits);	/* (the placed members' claims stay, also
+											 * when the subtransaction is rolled back:
+											 * the safe side, until this one ends) */
 		if (t->first_failed >= 0)
 			continue;
 		t->first_failed = k;
@@ -1049,6 +1092,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	SchedRequestRow req;
 	SchedPlacementArgs args;
 	char	   *status;
+	bool		done;
 
 	SchedLimitsResult limits;
 	bool		may_wait;
@@ -1151,6 +1195,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	sched_limits_check(&req, &args.p, args.at, cache, &limits);
 	if (limits.verdict == SCHED_LIMITS_BUSY)
 	{
+		res->limit_busy = limits.tenant_busy ? SCHED_LIMIT_TENANT_BUSY : SCHED_LIMIT_KEY_BUSY;
 		if (from_queue)
 			return false;
 		res->waits = SCHED_WAIT_CONTENTION;
@@ -1163,51 +1208,11 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 		return true;
 	}
 
-	/* the room its preemption holds for it, released under the rows' locks */
-	if (req.held_node_id != NULL)
-	{
-		if (!sched_release_hold(&req, &args))
-		{
-			if (from_queue)
-				return false;
-			res->waits = SCHED_WAIT_CONTENTION;
-			set_outcome(res, "UNSCHEDULABLE",
-						psprintf("the worker and node its preemption holds room on (node %s) are held by "
-								 "another transaction: nothing changed; the room stays held for it",
-								 req.held_node_id));
-			return true;
-		}
-		sched_batch_forget_fleets(cache);
-	}
-
-	/* (having taken its hold's rows, it may no longer wait: it holds a pair) */
-	if (place_request(&req, &args, may_wait && req.held_node_id == NULL, cache, NULL, 0, res))
-		return true;
-
-	/* waits for capacity: preemption may make room (preemption.c) */
-	if (sched_preemption && !req.in_gang)
-	{
-		char	   *done;
-
-		sched_batch_flush(cache);
-		done = sched_preempt_for(&req, &args, at);
-		if (done != NULL)
-		{
-			Datum		v[4];
-
-			sched_batch_forget_fleets(cache);
-			v[0] = Int64GetDatum(req.request_id);
-			v[1] = Int32GetDatum(0);
-			v[2] = CStringGetTextDatum(done);
-			v[3] = TimestampTzGetDatum(req.available_at);
-			sched_spi_exec(&request_waits, v, NULL, false, 0, SPI_OK_UPDATE);
-			res->waits = SCHED_WAIT_PREEMPTION;
-			set_outcome(res, "UNSCHEDULABLE", done);
-			return true;
-		}
-	}
-	leave_queued(&req, &args, res->conflicts, cache, res);
-	return true;
+	/* the reservation; a quota claim whose reservation did not happen is withdrawn */
+	done = place_within_limits(&req, &args, at, may_wait, from_queue, cache, res);
+	if (!done || res->outcome == NULL || strcmp(res->outcome, "DISPATCHED") != 0)
+		sched_limits_withdraw(&limits);
+	return done;
 }
 
 void

@@ -10,6 +10,7 @@
 #include "catalog/namespace.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "nodes/parsenodes.h"
@@ -125,6 +126,13 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 }
 
 void
+sched_spi_exec_snapshot(SchedStatement *stmt, Datum *values, const char *nulls,
+						Snapshot snapshot, int expected)
+{
+	execute(stmt, values, nulls, snapshot, true, 0, expected);
+}
+
+void
 sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls, int expected)
 {
 	/* what every transaction committed so far sees, whatever the isolation level (as the
@@ -229,4 +237,22 @@ sched_in_subxact(bool (*fn) (void *arg), void *arg)
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
 	return keep;
+}
+
+/* The column of `rel` named `name` (1-based), or an internal error. */
+AttrNumber
+sched_column_of(Relation rel, const char *name)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att->attnum;
+	}
+	elog(ERROR, "pg_sched: sched.%s has no column %s", RelationGetRelationName(rel), name);
+	return InvalidAttrNumber;	/* keep compiler quiet */
 }

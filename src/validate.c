@@ -612,7 +612,7 @@ enum
 	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID, RQ_LAST_REASON,
 	/* 0.2.0 */
 	RQ_SPREAD_KEY, RQ_GANG_ID, RQ_PRIORITY, RQ_PREEMPTIBLE, RQ_HELD_NODE_ID, RQ_HELD_WORKER_ID,
-	RQ_HELD_UNTIL
+	RQ_HELD_UNTIL, RQ_CONCURRENCY_KEY
 };
 
 /* Columns of 0.1.0 (a database not yet updated is served too: dispatch_attempt,
@@ -631,7 +631,8 @@ enum
 	"       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb, " \
 	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
 	"       r.available_at, r.avoid_node_id, r.last_reason, r.spread_key, r.gang_id, " \
-	"       r.priority, r.preemptible, r.held_node_id, r.held_worker_id, r.held_until " \
+	"       r.priority, r.preemptible, r.held_node_id, r.held_worker_id, r.held_until, " \
+	"       r.concurrency_key " \
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 
 static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}, .keyed = true};
@@ -704,6 +705,7 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 				row->gang_id = *DatumGetUUIDP(d);
 			row->priority = (int32) sched_spi_int64(0, RQ_PRIORITY);
 			row->preemptible = DatumGetBool(sched_spi_get(0, RQ_PREEMPTIBLE, &isnull));
+			row->concurrency_key = sched_spi_text(0, RQ_CONCURRENCY_KEY);
 			row->held_node_id = sched_spi_text(0, RQ_HELD_NODE_ID);
 			if (row->held_node_id != NULL)
 			{

@@ -215,72 +215,30 @@ CREATE INDEX attempt_live_node_idx ON sched.attempt (node_id) WHERE status IN ('
 CREATE INDEX attempt_live_spread_idx ON sched.attempt (spread_key, node_id)
     WHERE spread_key IS NOT NULL AND status IN ('DISPATCHED', 'RUNNING');
 
-/* Live attempts per tenant, for fair share (dispatch_next reads them at every call):
- * counting the attempts costs as much as there are live ones, so triggers on
- * sched.attempt keep sums instead.  One row per (tenant, backend slot): the rows a
- * transaction changes belong to its own backend slot (sched._backend_slot()), which no
- * concurrent transaction has, so dispatchers never wait for one another here.
- * Invariant: sum(live) per tenant = its attempts in DISPATCHED or RUNNING. */
+/* Live attempts per tenant and what they reserve, for fair share and the tenant quota
+ * (dispatch_next reads them at every call, a quota check at every dispatch): counting
+ * the attempts costs as much as there are live ones, so triggers on sched.attempt
+ * (sched._attempt_live_changed, 25_work_api.sql) keep sums instead.  One row per
+ * (tenant, backend slot): the rows a transaction changes belong to its own backend slot
+ * (sched._backend_slot()), which no concurrent transaction has, so dispatchers never
+ * wait for one another here.  Invariant: per tenant, sum(live) = its attempts in
+ * DISPATCHED or RUNNING, and sum(cpu_millis), sum(memory_mb), sum(gpus) = what those
+ * attempts reserve (0.2.0 added these three). */
 CREATE TABLE sched.tenant_live (
     tenant  text COLLATE "C" NOT NULL,
     backend int NOT NULL,
     live    bigint NOT NULL,
+    cpu_millis bigint NOT NULL DEFAULT 0,
+    memory_mb  bigint NOT NULL DEFAULT 0,
+    gpus       bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant, backend)
 );
-COMMENT ON TABLE sched.tenant_live IS 'Live attempts per tenant, summed by trigger over sched.attempt in one row per backend slot; sum(live) per tenant is its live attempts.';
+COMMENT ON TABLE sched.tenant_live IS 'Live attempts per tenant and what they reserve, summed by trigger over sched.attempt in one row per backend slot; sum(live) per tenant is its live attempts.';
 
 CREATE FUNCTION sched._backend_slot()
 RETURNS int
 AS 'MODULE_PATHNAME', 'sched_backend_slot'
 LANGUAGE C VOLATILE;
-
-CREATE FUNCTION sched._attempt_live_changed()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF TG_OP = 'TRUNCATE' THEN
-        DELETE FROM sched.tenant_live;
-        RETURN NULL;
-    END IF;
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO sched.tenant_live AS l (tenant, backend, live)
-        SELECT n.tenant, sched._backend_slot(), count(*) FROM new_rows n
-         WHERE n.status IN ('DISPATCHED', 'RUNNING') GROUP BY n.tenant
-        ON CONFLICT (tenant, backend) DO UPDATE SET live = l.live + excluded.live;
-    ELSIF TG_OP = 'DELETE' THEN
-        INSERT INTO sched.tenant_live AS l (tenant, backend, live)
-        SELECT o.tenant, sched._backend_slot(), -count(*) FROM old_rows o
-         WHERE o.status IN ('DISPATCHED', 'RUNNING') GROUP BY o.tenant
-        ON CONFLICT (tenant, backend) DO UPDATE SET live = l.live + excluded.live;
-    ELSE
-        INSERT INTO sched.tenant_live AS l (tenant, backend, live)
-        SELECT d.tenant, sched._backend_slot(), sum(d.delta) FROM (
-            SELECT n.tenant, 1 AS delta FROM new_rows n WHERE n.status IN ('DISPATCHED', 'RUNNING')
-            UNION ALL
-            SELECT o.tenant, -1 FROM old_rows o WHERE o.status IN ('DISPATCHED', 'RUNNING')) d
-         GROUP BY d.tenant HAVING sum(d.delta) <> 0
-        ON CONFLICT (tenant, backend) DO UPDATE SET live = l.live + excluded.live;
-    END IF;
-    RETURN NULL;
-END $$;
-
-CREATE TRIGGER attempt_live_inserted AFTER INSERT ON sched.attempt
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
-CREATE TRIGGER attempt_live_updated AFTER UPDATE ON sched.attempt
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
-CREATE TRIGGER attempt_live_deleted AFTER DELETE ON sched.attempt
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
-CREATE TRIGGER attempt_live_truncated AFTER TRUNCATE ON sched.attempt
-    FOR EACH STATEMENT EXECUTE FUNCTION sched._attempt_live_changed();
-ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_inserted;
-ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_updated;
-ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_deleted;
-ALTER TABLE sched.attempt ENABLE ALWAYS TRIGGER attempt_live_truncated;
 
 CREATE SEQUENCE sched.command_id_seq;
 

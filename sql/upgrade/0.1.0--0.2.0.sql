@@ -141,6 +141,23 @@ DROP FUNCTION sched._duration(interval);
 ALTER EXTENSION pg_sched DROP TABLE sched.tenant_live;
 ALTER EXTENSION pg_sched ADD TABLE sched.tenant_live;
 
+-- The tenant quota reads what a tenant's live attempts reserve from sched.tenant_live,
+-- which 0.2.0 sums too (sched._attempt_live_changed, replaced by 25_work_api.sql): each
+-- tenant's sums go into its row of the lowest backend slot (a tenant with live attempts
+-- has rows: their live counts sum to its live attempts), with the attempts' writers held
+-- off meanwhile; the rows' 0.1.0 columns are kept as they are.
+LOCK TABLE sched.attempt IN SHARE MODE;
+ALTER TABLE sched.tenant_live ADD COLUMN cpu_millis bigint NOT NULL DEFAULT 0,
+    ADD COLUMN memory_mb bigint NOT NULL DEFAULT 0, ADD COLUMN gpus bigint NOT NULL DEFAULT 0;
+COMMENT ON TABLE sched.tenant_live IS 'Live attempts per tenant and what they reserve, summed by trigger over sched.attempt in one row per backend slot; sum(live) per tenant is its live attempts.';
+UPDATE sched.tenant_live l
+   SET cpu_millis = s.cpu_millis, memory_mb = s.memory_mb, gpus = s.gpus
+  FROM (SELECT a.tenant, sum(a.reserve_cpu_millis) AS cpu_millis,
+               sum(a.reserve_memory_mb)::bigint AS memory_mb, sum(a.reserve_gpus) AS gpus
+          FROM sched.attempt a WHERE a.status IN ('DISPATCHED', 'RUNNING') GROUP BY a.tenant) s
+ WHERE l.tenant = s.tenant
+   AND l.backend = (SELECT min(z.backend) FROM sched.tenant_live z WHERE z.tenant = l.tenant);
+
 -- ---------------------------------------------------------------------------------
 -- Waking workers without NOTIFY (src/wakeup.c): wait_commands
 -- ---------------------------------------------------------------------------------

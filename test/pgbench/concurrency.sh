@@ -140,6 +140,7 @@ declare -A corrupt=(
     [worker_counter_matches_attempts]="UPDATE sched.worker SET live_attempts = live_attempts + 1, slots = slots + 1 WHERE worker_id = $live_worker"
     [node_counters_match_attempts]="UPDATE sched.node SET reserved_memory_mb = reserved_memory_mb + 1, memory_mb = memory_mb + 1 WHERE node_id = $busy_node"
     [tenant_live_matches_attempts]="UPDATE sched.tenant_live SET live = live + 1 WHERE (tenant, backend) = (SELECT tenant, backend FROM sched.tenant_live ORDER BY tenant, backend LIMIT 1)"
+    [tenant_live_sums_match_attempts]="UPDATE sched.tenant_live SET memory_mb = memory_mb + 1 WHERE (tenant, backend) = (SELECT tenant, backend FROM sched.tenant_live ORDER BY tenant, backend LIMIT 1)"
     [one_attempt_per_step_attempt]="CREATE TEMP TABLE x AS SELECT * FROM sched.attempt WHERE attempt_id = $ended_attempt; UPDATE x SET attempt_id = gen_random_uuid(); INSERT INTO sched.attempt SELECT * FROM x"
     [one_request_per_step_attempt]="CREATE TEMP TABLE x AS SELECT * FROM sched.request WHERE request_id = $pending_request; UPDATE x SET request_id = nextval('sched.request_id_seq'); $insert_request_x"
     [request_in_exactly_one_state]="UPDATE sched.request SET state = 'WAITING' WHERE request_id = $pending_request"

@@ -348,6 +348,20 @@ BEGIN
              WHERE t.milestone_key ~ '^step\.attempt\.(succeeded|failed|cancelled|lost|preempted):'
              GROUP BY t.attempt_id HAVING count(*) > 1 $q$,
          'sched.gang'),
+        -- the sums of sched.tenant_live (0.2.0) = what the live attempts reserve (the
+        -- tenant quota reads these sums)
+        ('tenant_live_sums_match_attempts', $q$
+            SELECT format('tenant %s: counters say %s, attempts reserve %s', coalesce(c.tenant, a.tenant),
+                          row(c.cpu, c.mem, c.gpus), row(a.cpu, a.mem, a.gpus))
+              FROM (SELECT tenant, sum(cpu_millis) AS cpu, sum(memory_mb) AS mem, sum(gpus) AS gpus
+                      FROM sched.tenant_live GROUP BY tenant) c
+              FULL JOIN (SELECT tenant, sum(reserve_cpu_millis) AS cpu, sum(reserve_memory_mb) AS mem,
+                                sum(reserve_gpus) AS gpus
+                           FROM sched.attempt WHERE status IN ('DISPATCHED', 'RUNNING') GROUP BY tenant) a
+                ON a.tenant = c.tenant
+             WHERE (coalesce(c.cpu, 0), coalesce(c.mem, 0), coalesce(c.gpus, 0))
+                   IS DISTINCT FROM (coalesce(a.cpu, 0), coalesce(a.mem, 0), coalesce(a.gpus, 0)) $q$,
+         'sched.tenant_quota'),
         -- live attempts (DISPATCHED, RUNNING) of a key <= its concurrency limit
         ('key_live_within_concurrency_limit', $q$
             SELECT format('key %s: %s live attempts, concurrency limit %s', l.concurrency_key, count(*), l.max_live)

@@ -249,18 +249,24 @@ for reason in concurrency_limit rate_limited tenant_quota_exceeded; do
     [ "$d" -ge "$n" ] || fail "sched.dispatch_stats counted $d $reason over the run, but $n calls answered it"
     pass "$reason answered $n times (sched.dispatch_stats grew by $d)"
 done
+# Dispatchers meet on a limit either on its lock held to the commit (a rate-limited key:
+# "being dispatched by another transaction") or, with the claims of src/limit_claims.c
+# (a key without a rate limit, a tenant), through what a transaction not yet committed
+# has claimed, which a refusal counts and says so.
 busy_key=$(hits 'concurrency key "%" is being dispatched by another transaction')
 busy_tenant=$(hits 'tenant "%" is being dispatched by another transaction')
+claimed_key=$(hits 'concurrency_limit: % of them dispatched by transactions not yet committed)')
+claimed_tenant=$(hits 'tenant_quota_exceeded: % of them dispatched by transactions not yet committed), %')
 d=$(delta contention)
-[ "$busy_key" -gt 0 ] && [ "$busy_tenant" -gt 0 ] ||
-    fail "dispatchers never met on a key's lock ($busy_key) or a tenant's ($busy_tenant): the check proves little"
+[ "$busy_key" -gt 0 ] && [ "$((claimed_key + busy_tenant + claimed_tenant))" -gt 0 ] ||
+    fail "dispatchers never met on a key's lock ($busy_key), a key's claims ($claimed_key), a tenant's lock ($busy_tenant) or a tenant's claims ($claimed_tenant): the check proves little"
 [ "$d" -ge $((busy_key + busy_tenant)) ] || fail "sched.dispatch_stats counted $d contention, fewer than the $((busy_key + busy_tenant)) answers"
-pass "dispatch_attempt met another dispatcher on a key's lock $busy_key times, on a tenant's $busy_tenant (contention grew by $d)"
+pass "dispatchers met on a key's lock $busy_key times (contention grew by $d), on a tenant's $busy_tenant; refusals counting others' uncommitted claims: $claimed_key of a key, $claimed_tenant of a tenant"
 
 # every refusal names the limit as it is, and a use at or over it (OFFSET 0: each
 # detail is matched once, not once per use of the match)
 check_eq "every concurrency_limit answer names the key's limit and a use at it" "$(q "
-    SELECT count(*) FROM (SELECT (regexp_match(o.detail, '^concurrency_limit: key \"(.*)\" has ([0-9]+) of ([0-9]+) live attempts\$')) AS m
+    SELECT count(*) FROM (SELECT (regexp_match(o.detail, '^concurrency_limit: key \"(.*)\" has ([0-9]+) of ([0-9]+) live attempts( \\([0-9]+ of them dispatched by transactions not yet committed\\))?\$')) AS m
                             FROM limits_outcome o WHERE o.detail LIKE 'concurrency_limit:%' OFFSET 0) x
       LEFT JOIN sched.concurrency_limit l ON l.concurrency_key = x.m[1]
      WHERE x.m IS NULL OR l.max_live IS DISTINCT FROM x.m[3]::int OR x.m[2]::int < x.m[3]::int")" 0
@@ -271,7 +277,7 @@ check_eq "every rate_limited answer names the key's rate and a full window" "$(q
      WHERE x.m IS NULL OR l.dispatches IS DISTINCT FROM x.m[4]::int OR l.per IS DISTINCT FROM x.m[5]::interval
         OR x.m[3]::interval <> l.per OR x.m[2]::int < l.dispatches")" 0
 check_eq "every tenant_quota_exceeded answer names the tenant's quota and a use + ask over it" "$(q "
-    SELECT count(*) FROM (SELECT (regexp_match(o.detail, '^tenant_quota_exceeded: tenant \"(.*)\" (live attempts|cpu_millis|memory_mb|gpus): its live attempts hold ([0-9]+) of ([0-9]+), this request asks ([0-9]+)\$')) AS m
+    SELECT count(*) FROM (SELECT (regexp_match(o.detail, '^tenant_quota_exceeded: tenant \"(.*)\" (live attempts|cpu_millis|memory_mb|gpus): its live attempts hold ([0-9]+) of ([0-9]+)(?: \\([0-9]+ of them dispatched by transactions not yet committed\\))?, this request asks ([0-9]+)\$')) AS m
                             FROM limits_outcome o WHERE o.detail LIKE 'tenant_quota_exceeded:%' OFFSET 0) x
       LEFT JOIN sched.tenant_quota l ON l.tenant = x.m[1]
      WHERE x.m IS NULL
