@@ -57,6 +57,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "common/hashfn.h"
+#include "utils/hsearch.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
@@ -146,17 +147,6 @@ static SchedStatement rate_reason = {
 	5, {TEXTOID, INT8OID, INTERVALOID, INT8OID, TIMESTAMPTZOID}
 };
 
-/* what the tenant's live attempts hold: the sums sched.tenant_live keeps (a row per
- * backend slot; counting the attempts would cost as many as are live) */
-static SchedStatement tenant_live = {
-	"SELECT COALESCE(pg_catalog.sum(l.live), 0)::pg_catalog.int8, "
-	"       COALESCE(pg_catalog.sum(l.cpu_millis), 0)::pg_catalog.int8, "
-	"       COALESCE(pg_catalog.sum(l.memory_mb), 0)::pg_catalog.int8, "
-	"       COALESCE(pg_catalog.sum(l.gpus), 0)::pg_catalog.int8 "
-	"  FROM sched.tenant_live l WHERE l.tenant OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID},
-	.keyed = true
-};
 
 /*
  * What the batch's deferred (not yet written) reservations hold of `key` (live attempts)
@@ -259,6 +249,103 @@ uncommitted(int64 unseen)
 		psprintf(" (" INT64_FORMAT " of them dispatched by transactions not yet committed)", unseen);
 }
 
+/* The limits of one key and tenant (limits_of). */
+typedef struct LimitsOf
+{
+	uint64		hash;			/* of the tenant and key: the call's hash table's key */
+	char	   *key;			/* NULL: none */
+	char	   *tenant;
+	bool		has_concurrency;
+	bool		has_rate;
+	bool		has_quota;
+	int64		max_live;
+	int64		dispatches;
+	Interval	per;
+	bool		q_null[4];		/* the quota's live attempts, cpu, memory, gpus: none */
+	int64		q_max[4];
+} LimitsOf;
+
+static bool
+same_key(const char *a, const char *b)
+{
+	return (a == NULL) == (b == NULL) && (a == NULL || strcmp(a, b) == 0);
+}
+
+/*
+ * The limits that apply to req, read with the latest snapshot; a dispatch_next call
+ * (cache) reads those of a key and tenant once, so a limit set during a call applies from
+ * the next one (as whether any limit exists).
+ */
+static void
+read_limits(const SchedRequestRow *req, SchedBatch *cache, LimitsOf *out)
+{
+	const char *key = req->concurrency_key;
+	LimitsOf   *e = NULL;
+	Datum		v[2];
+	bool		isnull;
+	int			i;
+
+	if (cache != NULL)
+	{
+		uint64		h = hash_combine64(scope_hash(req->tenant), key != NULL ? scope_hash(key) : 0);
+		bool		found;
+
+		if (cache->limits_of == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = sizeof(uint64);
+			ctl.entrysize = sizeof(LimitsOf);
+			ctl.hcxt = cache->cxt;
+			cache->limits_of = hash_create("pg_sched limits of a call", 64, &ctl,
+										   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		e = hash_search(cache->limits_of, &h, HASH_ENTER, &found);
+		if (found)
+		{
+			if (strcmp(e->tenant, req->tenant) == 0 && same_key(e->key, key))
+			{
+				*out = *e;
+				return;
+			}
+			e = NULL;			/* two pairs of one hash: the second is read each time */
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	v[0] = key != NULL ? CStringGetTextDatum(key) : (Datum) 0;
+	v[1] = CStringGetTextDatum(req->tenant);
+	sched_spi_exec_latest(&limits_of, v, key != NULL ? "  " : "n ", SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		elog(ERROR, "pg_sched: the limits of request " INT64_FORMAT " read %d rows",
+			 req->request_id, (int) SPI_processed);
+	(void) sched_spi_get(0, 1, &isnull);
+	out->has_concurrency = !isnull;
+	if (!isnull)
+		out->max_live = sched_spi_int64(0, 1);
+	(void) sched_spi_get(0, 2, &isnull);
+	out->has_rate = !isnull;
+	if (!isnull)
+	{
+		out->dispatches = sched_spi_int64(0, 2);
+		out->per = *DatumGetIntervalP(sched_spi_get(0, 3, &isnull));
+	}
+	for (i = 0; i < 4; i++)
+	{
+		(void) sched_spi_get(0, 4 + i, &out->q_null[i]);
+		out->q_max[i] = out->q_null[i] ? 0 : sched_spi_int64(0, 4 + i);
+		out->has_quota |= !out->q_null[i];
+	}
+	if (e != NULL)
+	{
+		uint64		h = e->hash;
+
+		*e = *out;
+		e->hash = h;
+		e->tenant = MemoryContextStrdup(cache->cxt, req->tenant);
+		e->key = key != NULL ? MemoryContextStrdup(cache->cxt, key) : NULL;
+	}
+}
+
 /*
  * Steps 1-2 of a check by claims (limit_claims.c), after a count made with the snapshot
  * taken after `ended` was read: the scope's lock (an LWLock held for no statement), then
@@ -278,16 +365,39 @@ claim_begin(uint16 space, uint64 scope, uint64 ended, SchedClaimOthers *others)
 	return false;
 }
 
-/* What the tenant's live attempts hold (live, cpu, memory, gpus) as `snapshot` sees them. */
+/*
+ * What the tenant's live attempts hold (live, cpu, memory, gpus) as `snapshot` sees them:
+ * the sums of its rows in sched.tenant_live (one per backend slot that dispatched or
+ * ended its attempts), read through the table's primary key in C.
+ */
 static void
 tenant_used(const char *tenant, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
 {
-	Datum		v = CStringGetTextDatum(tenant);
-	int			i;
+	static const char *const column[SCHED_LIMIT_DIMENSIONS] = {"live", "cpu_millis", "memory_mb", "gpus"};
+	SchedIndexScan scan;
+	ScanKeyData skey;
+	AttrNumber	cols[SCHED_LIMIT_DIMENSIONS];
+	int			d;
 
-	sched_spi_exec_snapshot(&tenant_live, &v, NULL, snapshot, SPI_OK_SELECT);
-	for (i = 0; i < SCHED_LIMIT_DIMENSIONS; i++)
-		used[i] = sched_spi_int64(0, 1 + i);
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(tenant));
+	sched_index_scan_begin(&scan, "tenant_live", "tenant_live_pkey", snapshot, &skey, 1);
+	for (d = 0; d < SCHED_LIMIT_DIMENSIONS; d++)
+	{
+		cols[d] = sched_column_of(scan.rel, column[d]);
+		used[d] = 0;
+	}
+	while (sched_index_scan_next(&scan))
+	{
+		for (d = 0; d < SCHED_LIMIT_DIMENSIONS; d++)
+		{
+			bool		isnull;
+			Datum		x = slot_getattr(scan.slot, cols[d], &isnull);
+
+			if (!isnull)
+				used[d] += DatumGetInt64(x);
+		}
+	}
+	sched_index_scan_end(&scan);
 }
 
 /* What a key's live attempts hold (their number) as `snapshot` sees them. */
@@ -381,6 +491,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	bool		q_null[4];
 	int64		q_max[4];
 	int			i;
+	LimitsOf	lim;
 
 	memset(out, 0, sizeof(*out));
 	if (cache != NULL && cache->limits_known == 1)
@@ -394,31 +505,16 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		if (cache->limits_known == 1)
 			return;
 	}
+	read_limits(req, cache, &lim);
 	key = req->concurrency_key;
-	v[0] = key != NULL ? CStringGetTextDatum(key) : (Datum) 0;
-	v[1] = CStringGetTextDatum(req->tenant);
-	sched_spi_exec_latest(&limits_of, v, key != NULL ? "  " : "n ", SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		elog(ERROR, "pg_sched: the limits of request " INT64_FORMAT " read %d rows",
-			 req->request_id, (int) SPI_processed);
-	(void) sched_spi_get(0, 1, &isnull);
-	has_concurrency = !isnull;
-	if (has_concurrency)
-		max_live = sched_spi_int64(0, 1);
-	(void) sched_spi_get(0, 2, &isnull);
-	has_rate = !isnull;
-	if (has_rate)
-	{
-		dispatches = sched_spi_int64(0, 2);
-		per = DatumGetIntervalP(datumCopy(sched_spi_get(0, 3, &isnull), false, sizeof(Interval)));
-	}
-	has_quota = false;
-	for (i = 0; i < 4; i++)
-	{
-		(void) sched_spi_get(0, 4 + i, &q_null[i]);
-		q_max[i] = q_null[i] ? 0 : sched_spi_int64(0, 4 + i);
-		has_quota |= !q_null[i];
-	}
+	has_concurrency = lim.has_concurrency;
+	has_rate = lim.has_rate;
+	has_quota = lim.has_quota;
+	max_live = lim.max_live;
+	dispatches = lim.dispatches;
+	per = &lim.per;
+	memcpy(q_null, lim.q_null, sizeof(q_null));
+	memcpy(q_max, lim.q_max, sizeof(q_max));
 	if (!has_concurrency && !has_rate && !has_quota)
 		return;
 
