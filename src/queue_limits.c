@@ -301,7 +301,9 @@ read_limits(const SchedRequestRow *req, SchedBatch *cache, LimitsOf *out)
 										   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		}
 		e = hash_search(cache->limits_of, &h, HASH_ENTER, &found);
-		if (found)
+		if (!found)
+			e->tenant = NULL;	/* filled once read (an error in between leaves it so) */
+		else if (e->tenant != NULL)
 		{
 			if (strcmp(e->tenant, req->tenant) == 0 && same_key(e->key, key))
 			{
