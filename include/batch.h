@@ -78,6 +78,8 @@ typedef struct SchedBatch
 	/* whether any limit exists (queue_limits.c): 0 not yet known, 1 none, 2 some; read
 	 * once per call, so a limit set during a call applies from the next one */
 	int			limits_known;
+	/* the limits of each key and tenant met (queue_limits.c), read once per call too */
+	struct HTAB *limits_of;
 
 	/* gangs this call tried already (reservation.c): their other members are passed over */
 	int			ngangs_tried;

@@ -26,7 +26,7 @@ extern bool sched_limit_claims_available(void);
 extern void sched_limit_claims_lock(uint16 space, uint64 scope);
 extern void sched_limit_claims_unlock(uint16 space, uint64 scope);
 
-/* How many transactions with claims have ended so far (with a barrier after the read):
+/* How many transactions with claims have ended so far (with a barrier on each side):
  * unchanged between a count and the copy of the claims, the count may come first. */
 extern uint64 sched_limit_claims_ended(void);
 

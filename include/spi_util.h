@@ -4,6 +4,7 @@
 #ifndef PG_SCHED_SPI_UTIL_H
 #define PG_SCHED_SPI_UTIL_H
 
+#include "access/genam.h"
 #include "executor/spi.h"
 #include "utils/resowner.h"
 #include "utils/uuid.h"
@@ -61,6 +62,26 @@ extern bool sched_schema_is_0_2(void);
 /* The column of `rel` named `name` (1-based), or an internal error (for code that reads
  * a table through an index in C). */
 extern AttrNumber sched_column_of(Relation rel, const char *name);
+
+/*
+ * A read of a table of schema sched through one of its indexes, in C (no plan to keep,
+ * none a session could have made on an empty table): begin opens both with
+ * AccessShareLock and scans with `snapshot` (registered by the caller, kept until end)
+ * for the equality keys (attribute numbers of the index, 1-based); each next puts the
+ * following row into slot; end closes it all.
+ */
+typedef struct SchedIndexScan
+{
+	Relation	rel;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+} SchedIndexScan;
+
+extern void sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
+								   Snapshot snapshot, ScanKeyData *keys, int nkeys);
+extern bool sched_index_scan_next(SchedIndexScan *s);
+extern void sched_index_scan_end(SchedIndexScan *s);
 
 /* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
 extern Datum sched_spi_get(int row, int col, bool *isnull);

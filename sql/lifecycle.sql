@@ -550,6 +550,14 @@ DELETE FROM sched.attempt
  WHERE attempt_id = (SELECT attempt_id FROM sched.attempt WHERE tenant = 'tb' ORDER BY attempt_id LIMIT 1);
 SELECT tenant, sum(live) AS live FROM sched.tenant_live GROUP BY tenant ORDER BY tenant;
 SELECT pg_temp.live_counters_right() AS counters_right;
+-- an update that leaves an attempt live but changes what it reserves moves the sums
+-- alone (the live count does not change)
+UPDATE sched.attempt SET reserve_cpu_millis = 250 WHERE tenant = 'tb' AND status = 'DISPATCHED';
+SELECT tenant, sum(live) AS live, sum(cpu_millis) AS cpu_millis FROM sched.tenant_live
+ WHERE tenant = 'tb' GROUP BY tenant;
+SELECT pg_temp.live_counters_right() AS counters_right;
+UPDATE sched.attempt SET reserve_cpu_millis = 0 WHERE tenant = 'tb' AND status = 'DISPATCHED';
+SELECT pg_temp.live_counters_right() AS counters_right;
 -- the last one's lease expires: LOST; the counters at zero are dropped
 SELECT sched.reap_expired('2024-05-01 16:00:00+00') AS lost;
 SELECT pg_temp.live_counters_right() AS counters_right,

@@ -153,6 +153,19 @@ SELECT step, outcome FROM pg_temp.dispatch('2024-05-01 10:03:04+00') WHERE step 
 PREPARE TRANSACTION 'pg_sched_limits';
 SELECT state FROM sched.request WHERE request_id = pg_temp.req(26);
 
+-- A request the dispatching statement's own snapshot does not see (submitted in the same
+-- statement here; in production, submitted or requeued after a dispatch_next began, and
+-- fetched from the queue all the same) is held to its tenant's quota: the limits are read
+-- with the request the dispatch locked, not with the statement's snapshot
+SELECT tenant, max_live FROM sched.set_tenant_quota('lab3', 1, NULL, NULL, NULL);
+SELECT count(*) FROM (VALUES (pg_temp.submit(27, NULL, 'lab3', 0))) v;
+SELECT outcome FROM sched.dispatch_attempt(pg_temp.req(27), at => '2024-05-01 10:03:05+00');
+SELECT d.outcome, d.detail
+  FROM (SELECT pg_temp.submit(28, NULL, 'lab3', 0) AS id OFFSET 0) s,
+       LATERAL sched.dispatch_attempt(s.id, at => '2024-05-01 10:03:06+00') d;
+SELECT count(*) AS lab3_live FROM sched.attempt
+ WHERE tenant = 'lab3' AND status IN ('DISPATCHED', 'RUNNING');
+
 -- ---------------------------------------------------------------------------------
 -- The counters and the dump
 -- ---------------------------------------------------------------------------------

@@ -171,9 +171,11 @@ sched_limit_claims_preload(void)
 uint64
 sched_limit_claims_ended(void)
 {
-	uint64		n = pg_atomic_read_u64(&header->ended);
+	uint64		n;
 
-	pg_memory_barrier();		/* read before what the caller reads next */
+	pg_memory_barrier();		/* read after what the caller read before (the claims) */
+	n = pg_atomic_read_u64(&header->ended);
+	pg_memory_barrier();		/* and before what it reads next (the snapshot) */
 	return n;
 }
 

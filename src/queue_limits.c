@@ -57,6 +57,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "common/hashfn.h"
+#include "utils/hsearch.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
@@ -67,16 +68,21 @@
 #define SCHED_KEY_LOCK_SPACE 0x534B		/* "SK" */
 #define SCHED_TENANT_LOCK_SPACE 0x5354	/* "ST" */
 
-/* the limits that apply: the key's concurrency and rate limits, the tenant's quota */
+/*
+ * The limits that apply to a request: its key's concurrency and rate limits, its tenant's
+ * quota.  Looked up by the key and tenant of the request row the dispatch loaded (and
+ * locked), with the latest snapshot: the call's own snapshot may predate the request (a
+ * request submitted, or requeued, after the dispatching statement began is still fetched
+ * from the queue), and a limit set meanwhile applies at once.
+ */
 static SchedStatement limits_of = {
 	"SELECT c.max_live, r.dispatches, r.per, q.max_live, q.max_cpu_millis, q.max_memory_mb, "
-	"       q.max_gpus, x.concurrency_key "
-	"  FROM sched.request x "
-	"  LEFT JOIN sched.concurrency_limit c ON c.concurrency_key OPERATOR(pg_catalog.=) x.concurrency_key "
-	"  LEFT JOIN sched.rate_limit r ON r.concurrency_key OPERATOR(pg_catalog.=) x.concurrency_key "
-	"  LEFT JOIN sched.tenant_quota q ON q.tenant OPERATOR(pg_catalog.=) x.tenant "
-	" WHERE x.request_id OPERATOR(pg_catalog.=) $1",
-	1, {INT8OID}
+	"       q.max_gpus "
+	"  FROM (SELECT) AS x "
+	"  LEFT JOIN sched.concurrency_limit c ON c.concurrency_key OPERATOR(pg_catalog.=) $1 "
+	"  LEFT JOIN sched.rate_limit r ON r.concurrency_key OPERATOR(pg_catalog.=) $1 "
+	"  LEFT JOIN sched.tenant_quota q ON q.tenant OPERATOR(pg_catalog.=) $2",
+	2, {TEXTOID, TEXTOID}
 };
 
 static SchedStatement any_limits = {
@@ -95,41 +101,25 @@ static SchedStatement any_limits = {
 static int64
 key_live_count(const char *key, Snapshot snapshot)
 {
-	Oid			nsp = get_namespace_oid("sched", false);
-	Oid			relid = get_relname_relid("attempt", nsp);
-	Oid			indexid = get_relname_relid("attempt_live_key_idx", nsp);
-	Relation	rel;
-	Relation	index;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
+	SchedIndexScan scan;
 	ScanKeyData skey;
 	AttrNumber	status_col;
 	int64		live = 0;
 
-	if (!OidIsValid(relid) || !OidIsValid(indexid))
-		elog(ERROR, "pg_sched: sched.attempt or its index attempt_live_key_idx is missing");
-	rel = table_open(relid, AccessShareLock);
-	index = index_open(indexid, AccessShareLock);
-	status_col = sched_column_of(rel, "status");
-	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   index->rd_indcollation[0], F_TEXTEQ, CStringGetTextDatum(key));
-	slot = table_slot_create(rel, NULL);
-	scan = index_beginscan(rel, index, snapshot, 1, 0);
-	index_rescan(scan, &skey, 1, NULL, 0);
-	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(key));
+	sched_index_scan_begin(&scan, "attempt", "attempt_live_key_idx", snapshot, &skey, 1);
+	status_col = sched_column_of(scan.rel, "status");
+	while (sched_index_scan_next(&scan))
 	{
 		bool		isnull;
-		char	   *status = TextDatumGetCString(slot_getattr(slot, status_col, &isnull));
+		char	   *status = TextDatumGetCString(slot_getattr(scan.slot, status_col, &isnull));
 
 		/* (the index holds live versions only; the status is checked all the same) */
 		if (strcmp(status, "DISPATCHED") == 0 || strcmp(status, "RUNNING") == 0)
 			live++;
 		pfree(status);
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, AccessShareLock);
-	table_close(rel, AccessShareLock);
+	sched_index_scan_end(&scan);
 	return live;
 }
 
@@ -157,17 +147,6 @@ static SchedStatement rate_reason = {
 	5, {TEXTOID, INT8OID, INTERVALOID, INT8OID, TIMESTAMPTZOID}
 };
 
-/* what the tenant's live attempts hold: the sums sched.tenant_live keeps (a row per
- * backend slot; counting the attempts would cost as many as are live) */
-static SchedStatement tenant_live = {
-	"SELECT COALESCE(pg_catalog.sum(l.live), 0)::pg_catalog.int8, "
-	"       COALESCE(pg_catalog.sum(l.cpu_millis), 0)::pg_catalog.int8, "
-	"       COALESCE(pg_catalog.sum(l.memory_mb), 0)::pg_catalog.int8, "
-	"       COALESCE(pg_catalog.sum(l.gpus), 0)::pg_catalog.int8 "
-	"  FROM sched.tenant_live l WHERE l.tenant OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID},
-	.keyed = true
-};
 
 /*
  * What the batch's deferred (not yet written) reservations hold of `key` (live attempts)
@@ -270,6 +249,105 @@ uncommitted(int64 unseen)
 		psprintf(" (" INT64_FORMAT " of them dispatched by transactions not yet committed)", unseen);
 }
 
+/* The limits of one key and tenant (limits_of). */
+typedef struct LimitsOf
+{
+	uint64		hash;			/* of the tenant and key: the call's hash table's key */
+	char	   *key;			/* NULL: none */
+	char	   *tenant;
+	bool		has_concurrency;
+	bool		has_rate;
+	bool		has_quota;
+	int64		max_live;
+	int64		dispatches;
+	Interval	per;
+	bool		q_null[4];		/* the quota's live attempts, cpu, memory, gpus: none */
+	int64		q_max[4];
+} LimitsOf;
+
+static bool
+same_key(const char *a, const char *b)
+{
+	return (a == NULL) == (b == NULL) && (a == NULL || strcmp(a, b) == 0);
+}
+
+/*
+ * The limits that apply to req, read with the latest snapshot; a dispatch_next call
+ * (cache) reads those of a key and tenant once, so a limit set during a call applies from
+ * the next one (as whether any limit exists).
+ */
+static void
+read_limits(const SchedRequestRow *req, SchedBatch *cache, LimitsOf *out)
+{
+	const char *key = req->concurrency_key;
+	LimitsOf   *e = NULL;
+	Datum		v[2];
+	bool		isnull;
+	int			i;
+
+	if (cache != NULL)
+	{
+		uint64		h = hash_combine64(scope_hash(req->tenant), key != NULL ? scope_hash(key) : 0);
+		bool		found;
+
+		if (cache->limits_of == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = sizeof(uint64);
+			ctl.entrysize = sizeof(LimitsOf);
+			ctl.hcxt = cache->cxt;
+			cache->limits_of = hash_create("pg_sched limits of a call", 64, &ctl,
+										   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		e = hash_search(cache->limits_of, &h, HASH_ENTER, &found);
+		if (!found)
+			e->tenant = NULL;	/* filled once read (an error in between leaves it so) */
+		else if (e->tenant != NULL)
+		{
+			if (strcmp(e->tenant, req->tenant) == 0 && same_key(e->key, key))
+			{
+				*out = *e;
+				return;
+			}
+			e = NULL;			/* two pairs of one hash: the second is read each time */
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	v[0] = key != NULL ? CStringGetTextDatum(key) : (Datum) 0;
+	v[1] = CStringGetTextDatum(req->tenant);
+	sched_spi_exec_latest(&limits_of, v, key != NULL ? "  " : "n ", SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		elog(ERROR, "pg_sched: the limits of request " INT64_FORMAT " read %d rows",
+			 req->request_id, (int) SPI_processed);
+	(void) sched_spi_get(0, 1, &isnull);
+	out->has_concurrency = !isnull;
+	if (!isnull)
+		out->max_live = sched_spi_int64(0, 1);
+	(void) sched_spi_get(0, 2, &isnull);
+	out->has_rate = !isnull;
+	if (!isnull)
+	{
+		out->dispatches = sched_spi_int64(0, 2);
+		out->per = *DatumGetIntervalP(sched_spi_get(0, 3, &isnull));
+	}
+	for (i = 0; i < 4; i++)
+	{
+		(void) sched_spi_get(0, 4 + i, &out->q_null[i]);
+		out->q_max[i] = out->q_null[i] ? 0 : sched_spi_int64(0, 4 + i);
+		out->has_quota |= !out->q_null[i];
+	}
+	if (e != NULL)
+	{
+		uint64		h = e->hash;
+
+		*e = *out;
+		e->hash = h;
+		e->tenant = MemoryContextStrdup(cache->cxt, req->tenant);
+		e->key = key != NULL ? MemoryContextStrdup(cache->cxt, key) : NULL;
+	}
+}
+
 /*
  * Steps 1-2 of a check by claims (limit_claims.c), after a count made with the snapshot
  * taken after `ended` was read: the scope's lock (an LWLock held for no statement), then
@@ -289,16 +367,78 @@ claim_begin(uint16 space, uint64 scope, uint64 ended, SchedClaimOthers *others)
 	return false;
 }
 
-/* What the tenant's live attempts hold (live, cpu, memory, gpus) as `snapshot` sees them. */
+/*
+ * What the tenant's live attempts hold (live, cpu, memory, gpus) as `snapshot` sees them:
+ * the sums of its rows in sched.tenant_live (one per backend slot that dispatched or
+ * ended its attempts), read through the table's primary key in C.
+ */
 static void
 tenant_used(const char *tenant, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
 {
-	Datum		v = CStringGetTextDatum(tenant);
-	int			i;
+	static const char *const column[SCHED_LIMIT_DIMENSIONS] = {"live", "cpu_millis", "memory_mb", "gpus"};
+	SchedIndexScan scan;
+	ScanKeyData skey;
+	AttrNumber	cols[SCHED_LIMIT_DIMENSIONS];
+	int			d;
 
-	sched_spi_exec_snapshot(&tenant_live, &v, NULL, snapshot, SPI_OK_SELECT);
-	for (i = 0; i < SCHED_LIMIT_DIMENSIONS; i++)
-		used[i] = sched_spi_int64(0, 1 + i);
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(tenant));
+	sched_index_scan_begin(&scan, "tenant_live", "tenant_live_pkey", snapshot, &skey, 1);
+	for (d = 0; d < SCHED_LIMIT_DIMENSIONS; d++)
+	{
+		cols[d] = sched_column_of(scan.rel, column[d]);
+		used[d] = 0;
+	}
+	while (sched_index_scan_next(&scan))
+	{
+		for (d = 0; d < SCHED_LIMIT_DIMENSIONS; d++)
+		{
+			bool		isnull;
+			Datum		x = slot_getattr(scan.slot, cols[d], &isnull);
+
+			if (!isnull)
+				used[d] += DatumGetInt64(x);
+		}
+	}
+	sched_index_scan_end(&scan);
+}
+
+/* What a key's live attempts hold (their number) as `snapshot` sees them. */
+static void
+key_used(const char *key, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
+{
+	used[0] = key_live_count(key, snapshot);
+}
+
+typedef void (*ScopeCounter) (const char *name, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS]);
+
+/*
+ * Steps 1-4 of a check (limit_claims.c) on a scope (a key or a tenant, `name`, hashed
+ * `scope` in lock `space`): into used what its live attempts hold as the latest snapshot
+ * sees them (count), and, with claims, into unseen what the other transactions claimed
+ * that this snapshot does not show; it returns then with the scope's lock held (step 5,
+ * claim_end, or the caller, releases it).  Without claims the caller holds the scope's
+ * lock to the commit already, and unseen is left alone.
+ */
+static void
+scope_used(uint16 space, uint64 scope, const char *name, ScopeCounter count, bool claims,
+		   int64 used[SCHED_LIMIT_DIMENSIONS], int64 unseen[SCHED_LIMIT_DIMENSIONS])
+{
+	SchedClaimOthers others;
+	Snapshot	snapshot;
+
+	for (;;)
+	{
+		uint64		ended = claims ? sched_limit_claims_ended() : 0;
+
+		snapshot = RegisterSnapshot(GetLatestSnapshot());
+		count(name, snapshot, used);
+		if (!claims || claim_begin(space, scope, ended, &others))
+			break;
+		UnregisterSnapshot(snapshot);
+	}
+	if (claims)
+		sched_limit_claims_unseen(&others, snapshot, unseen);
+	UnregisterSnapshot(snapshot);
 }
 
 /*
@@ -353,6 +493,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	bool		q_null[4];
 	int64		q_max[4];
 	int			i;
+	LimitsOf	lim;
 
 	memset(out, 0, sizeof(*out));
 	if (cache != NULL && cache->limits_known == 1)
@@ -361,34 +502,21 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		return;					/* still at 0.1.0: no limits there */
 	if (cache != NULL && cache->limits_known == 0)
 	{
-		sched_spi_exec(&any_limits, NULL, NULL, true, 1, SPI_OK_SELECT);
+		sched_spi_exec_latest(&any_limits, NULL, NULL, SPI_OK_SELECT);
 		cache->limits_known = DatumGetBool(sched_spi_get(0, 1, &isnull)) ? 2 : 1;
 		if (cache->limits_known == 1)
 			return;
 	}
-	v[0] = Int64GetDatum(req->request_id);
-	sched_spi_exec(&limits_of, v, NULL, true, 1, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return;
-	key = sched_spi_text(0, 8);
-	(void) sched_spi_get(0, 1, &isnull);
-	has_concurrency = !isnull;
-	if (has_concurrency)
-		max_live = sched_spi_int64(0, 1);
-	(void) sched_spi_get(0, 2, &isnull);
-	has_rate = !isnull;
-	if (has_rate)
-	{
-		dispatches = sched_spi_int64(0, 2);
-		per = DatumGetIntervalP(datumCopy(sched_spi_get(0, 3, &isnull), false, sizeof(Interval)));
-	}
-	has_quota = false;
-	for (i = 0; i < 4; i++)
-	{
-		(void) sched_spi_get(0, 4 + i, &q_null[i]);
-		q_max[i] = q_null[i] ? 0 : sched_spi_int64(0, 4 + i);
-		has_quota |= !q_null[i];
-	}
+	read_limits(req, cache, &lim);
+	key = req->concurrency_key;
+	has_concurrency = lim.has_concurrency;
+	has_rate = lim.has_rate;
+	has_quota = lim.has_quota;
+	max_live = lim.max_live;
+	dispatches = lim.dispatches;
+	per = &lim.per;
+	memcpy(q_null, lim.q_null, sizeof(q_null));
+	memcpy(q_max, lim.q_max, sizeof(q_max));
 	if (!has_concurrency && !has_rate && !has_quota)
 		return;
 
@@ -429,23 +557,9 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		int64		asks[SCHED_LIMIT_DIMENSIONS] = {1, 0, 0, 0};
 		int64		ignored[SCHED_LIMIT_DIMENSIONS] = {0};
 		uint64		key_hash = scope_hash(key);
-		SchedClaimOthers others;
-		Snapshot	snapshot;
 
-		for (;;)
-		{
-			uint64		ended = short_key ? sched_limit_claims_ended() : 0;
-
-			snapshot = RegisterSnapshot(GetLatestSnapshot());
-			used[0] = key_live_count(key, snapshot);
-			if (!short_key || claim_begin(SCHED_KEY_LOCK_SPACE, key_hash, ended, &others))
-				break;
-			UnregisterSnapshot(snapshot);
-		}
+		scope_used(SCHED_KEY_LOCK_SPACE, key_hash, key, key_used, short_key, used, unseen);
 		count_deferred(cache, key, req->tenant, &used[0], ignored);
-		if (short_key)
-			sched_limit_claims_unseen(&others, snapshot, unseen);
-		UnregisterSnapshot(snapshot);
 		if (used[0] + unseen[0] >= max_live)
 		{
 			if (short_key)
@@ -496,23 +610,10 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
 		int64		no_key = 0;
 		uint64		tenant_hash = scope_hash(req->tenant);
-		SchedClaimOthers others;
-		Snapshot	snapshot;
 
-		for (;;)
-		{
-			uint64		ended = short_quota ? sched_limit_claims_ended() : 0;
-
-			snapshot = RegisterSnapshot(GetLatestSnapshot());
-			tenant_used(req->tenant, snapshot, used);
-			if (!short_quota || claim_begin(SCHED_TENANT_LOCK_SPACE, tenant_hash, ended, &others))
-				break;
-			UnregisterSnapshot(snapshot);
-		}
+		scope_used(SCHED_TENANT_LOCK_SPACE, tenant_hash, req->tenant, tenant_used, short_quota,
+				   used, unseen);
 		count_deferred(cache, NULL, req->tenant, &no_key, used);
-		if (short_quota)
-			sched_limit_claims_unseen(&others, snapshot, unseen);
-		UnregisterSnapshot(snapshot);
 		asks[0] = 1;
 		asks[1] = p->reserve_cpu_millis;
 		asks[2] = p->reserve_memory_mb;

@@ -255,30 +255,20 @@ set_outcome(SchedDispatchResult *res, const char *outcome, char *detail)
 static bool
 existing_attempt(const pg_uuid_t *step_id, int32 attempt_number, SchedDispatchResult *res)
 {
-	Oid			nsp = get_namespace_oid("sched", false);
-	Oid			relid = get_relname_relid("attempt", nsp);
-	Oid			indexid = get_relname_relid("attempt_one_per_step_attempt", nsp);
-	Relation	rel;
-	Relation	index;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
+	SchedIndexScan scan;
 	ScanKeyData keys[2];
 	Snapshot	snapshot;
 	bool		found;
 
-	if (!OidIsValid(relid) || !OidIsValid(indexid))
-		elog(ERROR, "pg_sched: sched.attempt or its index attempt_one_per_step_attempt is missing");
-	rel = table_open(relid, AccessShareLock);
-	index = index_open(indexid, AccessShareLock);
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(step_id));
 	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(attempt_number));
-	slot = table_slot_create(rel, NULL);
-	scan = index_beginscan(rel, index, snapshot, 2, 0);
-	index_rescan(scan, keys, 2, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	sched_index_scan_begin(&scan, "attempt", "attempt_one_per_step_attempt", snapshot, keys, 2);
+	found = sched_index_scan_next(&scan);
 	if (found)
 	{
+		Relation	rel = scan.rel;
+		TupleTableSlot *slot = scan.slot;
 		bool		isnull;
 
 		res->has_attempt = true;
@@ -289,11 +279,8 @@ existing_attempt(const pg_uuid_t *step_id, int32 attempt_number, SchedDispatchRe
 		res->has_score = true;
 		res->score = DatumGetInt64(slot_getattr(slot, sched_column_of(rel, "score"), &isnull));
 	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
+	sched_index_scan_end(&scan);
 	UnregisterSnapshot(snapshot);
-	index_close(index, AccessShareLock);
-	table_close(rel, AccessShareLock);
 	return found;
 }
 

@@ -6,6 +6,9 @@
 
 #include "spi_util.h"
 
+#include "access/genam.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "utils/array.h"
@@ -255,4 +258,36 @@ sched_column_of(Relation rel, const char *name)
 	}
 	elog(ERROR, "pg_sched: sched.%s has no column %s", RelationGetRelationName(rel), name);
 	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
+void
+sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
+					   Snapshot snapshot, ScanKeyData *keys, int nkeys)
+{
+	Oid			nsp = get_namespace_oid("sched", false);
+	Oid			relid = get_relname_relid(table, nsp);
+	Oid			indexid = get_relname_relid(index, nsp);
+
+	if (!OidIsValid(relid) || !OidIsValid(indexid))
+		elog(ERROR, "pg_sched: sched.%s or its index %s is missing", table, index);
+	s->rel = table_open(relid, AccessShareLock);
+	s->index = index_open(indexid, AccessShareLock);
+	s->slot = table_slot_create(s->rel, NULL);
+	s->scan = index_beginscan(s->rel, s->index, snapshot, nkeys, 0);
+	index_rescan(s->scan, keys, nkeys, NULL, 0);
+}
+
+bool
+sched_index_scan_next(SchedIndexScan *s)
+{
+	return index_getnext_slot(s->scan, ForwardScanDirection, s->slot);
+}
+
+void
+sched_index_scan_end(SchedIndexScan *s)
+{
+	index_endscan(s->scan);
+	ExecDropSingleTupleTableSlot(s->slot);
+	index_close(s->index, AccessShareLock);
+	table_close(s->rel, AccessShareLock);
 }

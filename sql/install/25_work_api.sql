@@ -44,7 +44,9 @@ BEGIN
                 UNION ALL
                 SELECT o.tenant, -1, o.reserve_cpu_millis, o.reserve_memory_mb, o.reserve_gpus
                   FROM old_rows o WHERE o.status IN ('DISPATCHED', 'RUNNING')) d
-         GROUP BY d.tenant HAVING sum(d.sign) <> 0
+         GROUP BY d.tenant
+        HAVING sum(d.sign) <> 0 OR sum(d.sign * d.cpu) <> 0 OR sum(d.sign * d.mem) <> 0
+            OR sum(d.sign * d.gpus) <> 0
         ON CONFLICT (tenant, backend) DO UPDATE
            SET live = l.live + excluded.live, cpu_millis = l.cpu_millis + excluded.cpu_millis,
                memory_mb = l.memory_mb + excluded.memory_mb, gpus = l.gpus + excluded.gpus;

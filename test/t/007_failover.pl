@@ -9,7 +9,8 @@
 # only once the standby has flushed its WAL.  A 2 s lease (ALTER DATABASE, replicated).
 # Load on the primary, psql clients in bash loops as in 006_crash.pl: dispatch_next x2
 # and dispatch_attempt (each submits while the queue is short), two workers that start
-# and finish attempts (leaving some to the reaper).  A dispatcher logs what it dispatched
+# and finish attempts, and leave one attempt in eight (by its id) to the reaper, so that
+# leases run out however fast the workers are.  A dispatcher logs what it dispatched
 # only after its COMMIT returned: the acknowledged dispatches.
 #
 # While the load runs:
@@ -142,11 +143,13 @@ EOSQL
 SELECT sched.start_attempt(a.attempt_id, a.lease_version)
   FROM (SELECT x.attempt_id, x.lease_version FROM sched.attempt x
          WHERE x.status = 'DISPATCHED' AND x.lease_expires_at > now() + interval '700 ms'
+           AND get_byte(uuid_send(x.attempt_id), 15) % 8 <> 0
          ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED) a;
 SELECT sched.finish_attempt(a.attempt_id, a.lease_version,
                             CASE WHEN random() < 0.2 THEN 'FAILED' ELSE 'SUCCEEDED' END)
   FROM (SELECT x.attempt_id, x.lease_version FROM sched.attempt x
          WHERE x.status IN ('DISPATCHED', 'RUNNING') AND x.lease_expires_at > now() + interval '700 ms'
+           AND get_byte(uuid_send(x.attempt_id), 15) % 8 <> 0
          ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED) a;
 EOSQL
 );
