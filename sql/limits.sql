@@ -166,6 +166,23 @@ SELECT d.outcome, d.detail
 SELECT count(*) AS lab3_live FROM sched.attempt
  WHERE tenant = 'lab3' AND status IN ('DISPATCHED', 'RUNNING');
 
+-- A transaction claims under at most 1,024 keys and tenants (src/limit_claims.c, with
+-- pg_sched preloaded): one dispatch_next of 1,030 requests, each with a limited key of
+-- its own, places 1,024 of them and passes the other 6 over, for the next call
+SELECT sched.upsert_node('wide', cpu_millis => 8000, memory_mb => 8192) IS NOT NULL AS node;
+SELECT sched.register_worker('wide', 'widecap', ARRAY['1'], 2000,
+                             'bbbbbbbb-0000-4000-8000-000000000001',
+                             '2024-05-01 10:05:00+00') IS NOT NULL AS worker;
+SELECT count(sched.set_concurrency_limit('wk' || i, 1)) FROM generate_series(1, 1030) i;
+SELECT count(sched.submit(gen_random_uuid(), gen_random_uuid(), 'widecap', '1', tenant => 'wide',
+                          available_at => '2024-05-01 10:00:00+00', concurrency_key => 'wk' || i))
+  FROM generate_series(1, 1030) i;
+SELECT outcome, count(*) FROM sched.dispatch_next(2000, tenant => 'wide', at => '2024-05-01 10:05:01+00')
+ GROUP BY outcome;
+SELECT count(*) AS left_pending FROM sched.request WHERE tenant = 'wide' AND state = 'PENDING';
+SELECT outcome, count(*) FROM sched.dispatch_next(2000, tenant => 'wide', at => '2024-05-01 10:05:02+00')
+ GROUP BY outcome;
+
 -- ---------------------------------------------------------------------------------
 -- The counters and the dump
 -- ---------------------------------------------------------------------------------

@@ -49,8 +49,13 @@
  * Shared memory (only when preloaded; without it the locks are held to the commit):
  * one slot per backend (indexed by BackendId), written only by its backend under the
  * slot's spinlock: the database, the top-level transaction, and up to LIMIT_CLAIMS_MAX
- * (lock space, scope hash, amounts) entries.  Keys and tenants are 64-bit hashes, as
- * their locks are: a collision counts two scopes' claims together, the safe side.
+ * (lock space, scope hash, amounts) entries, found through an open-addressing table of
+ * twice as many buckets (a check looks one scope up in each other slot in use, whatever
+ * the number of keys those transactions placed).  About 46 kB per slot.  Keys and
+ * tenants are 64-bit hashes, as their locks are: a collision counts two scopes' claims
+ * together, the safe side.  A transaction that would claim on more scopes than a slot
+ * holds gets BUSY for the rest (queue_limits.c: passed over, "dispatched under too many
+ * limits"), placed by a later transaction.
  */
 #include "postgres.h"
 
@@ -66,7 +71,8 @@
 #include "storage/spin.h"
 #include "utils/snapmgr.h"
 
-#define LIMIT_CLAIMS_MAX 128
+#define LIMIT_CLAIMS_MAX 1024
+#define LIMIT_CLAIMS_BUCKETS 2048	/* a power of two, twice the entries */
 
 typedef struct LimitClaimSlot
 {
@@ -74,6 +80,9 @@ typedef struct LimitClaimSlot
 	Oid			dbid;
 	TransactionId xid;
 	int			n;				/* entries used; 0: no claim */
+	/* the entries by (space, scope): entry index + 1 (0: empty), probed linearly from
+	 * bucket_of(); entries are never removed before the slot empties */
+	uint16		bucket[LIMIT_CLAIMS_BUCKETS];
 	uint16		space[LIMIT_CLAIMS_MAX];	/* the lock space: a key's or a tenant's */
 	uint64		scope[LIMIT_CLAIMS_MAX];	/* the key's or tenant's hash */
 	int64		amounts[LIMIT_CLAIMS_MAX][SCHED_LIMIT_DIMENSIONS];
@@ -120,6 +129,7 @@ sched_limit_claims_shmem_attach(void *ptr, bool found)
 		{
 			SpinLockInit(&slots[i].mutex);
 			slots[i].n = 0;
+			memset(slots[i].bucket, 0, sizeof(slots[i].bucket));
 		}
 	}
 }
@@ -133,6 +143,7 @@ empty_mine(void)
 	(void) pg_atomic_fetch_add_u64(&header->ended, 1);
 	SpinLockAcquire(&s->mutex);
 	s->n = 0;
+	memset(s->bucket, 0, sizeof(s->bucket));
 	SpinLockRelease(&s->mutex);
 	mine_used = false;
 }
@@ -211,6 +222,35 @@ sched_limit_claims_available(void)
 	return slots != NULL && MyBackendId > 0 && MyBackendId < nslots;
 }
 
+static inline uint32
+bucket_of(uint16 space, uint64 scope)
+{
+	return (uint32) ((scope ^ (scope >> 32) ^ space) & (LIMIT_CLAIMS_BUCKETS - 1));
+}
+
+/* The entry of (space, scope) in slot s, or -1; its bucket into *free_bucket when none
+ * (the caller holds the slot's spinlock). */
+static int
+entry_of(const LimitClaimSlot *s, uint16 space, uint64 scope, uint32 *free_bucket)
+{
+	uint32		h = bucket_of(space, scope);
+
+	for (;;)
+	{
+		int			i = (int) s->bucket[h] - 1;
+
+		if (i < 0)
+		{
+			if (free_bucket != NULL)
+				*free_bucket = h;
+			return -1;
+		}
+		if (s->scope[i] == scope && s->space[i] == space)
+			return i;
+		h = (h + 1) & (LIMIT_CLAIMS_BUCKETS - 1);
+	}
+}
+
 void
 sched_limit_claims_others(uint16 space, uint64 scope, SchedClaimOthers *others)
 {
@@ -237,14 +277,11 @@ sched_limit_claims_others(uint16 space, uint64 scope, SchedClaimOthers *others)
 			others->amounts = palloc(sizeof(others->amounts[0]) * nslots);
 		}
 		SpinLockAcquire(&s->mutex);
-		for (i = 0; i < s->n; i++)
+		if (s->n > 0 && s->dbid == MyDatabaseId && (i = entry_of(s, space, scope, NULL)) >= 0)
 		{
-			if (s->dbid != MyDatabaseId || s->scope[i] != scope || s->space[i] != space)
-				continue;
 			others->xids[others->n] = s->xid;
 			memcpy(others->amounts[others->n], s->amounts[i], sizeof(others->amounts[0]));
 			others->n++;
-			break;
 		}
 		SpinLockRelease(&s->mutex);
 	}
@@ -273,6 +310,7 @@ sched_limit_claims_add(uint16 space, uint64 scope, const int64 asks[SCHED_LIMIT_
 	TransactionId xid = GetTopTransactionId();	/* others tell its end by it */
 	int			i,
 				d;
+	uint32		free_bucket;
 
 	if (!sched_limit_claims_available())
 		return false;
@@ -283,19 +321,19 @@ sched_limit_claims_add(uint16 space, uint64 scope, const int64 asks[SCHED_LIMIT_
 		s->dbid = MyDatabaseId;
 		s->xid = xid;
 	}
-	for (i = 0; i < s->n && (s->scope[i] != scope || s->space[i] != space); i++)
-		;
-	if (i == s->n)
+	i = entry_of(s, space, scope, &free_bucket);
+	if (i < 0)
 	{
 		if (s->n == LIMIT_CLAIMS_MAX)
 		{
 			SpinLockRelease(&s->mutex);
 			return false;
 		}
+		i = s->n++;
 		s->space[i] = space;
 		s->scope[i] = scope;
 		memset(s->amounts[i], 0, sizeof(s->amounts[i]));
-		s->n++;
+		s->bucket[free_bucket] = (uint16) (i + 1);
 	}
 	for (d = 0; d < SCHED_LIMIT_DIMENSIONS; d++)
 		s->amounts[i][d] += asks[d];
@@ -315,9 +353,8 @@ sched_limit_claims_withdraw(uint16 space, uint64 scope, const int64 asks[SCHED_L
 		return;
 	s = &slots[MyBackendId];
 	SpinLockAcquire(&s->mutex);
-	for (i = 0; i < s->n && (s->scope[i] != scope || s->space[i] != space); i++)
-		;
-	if (i < s->n)
+	i = s->n > 0 ? entry_of(s, space, scope, NULL) : -1;
+	if (i >= 0)
 		for (d = 0; d < SCHED_LIMIT_DIMENSIONS; d++)
 			s->amounts[i][d] = Max(s->amounts[i][d] - asks[d], 0);
 	SpinLockRelease(&s->mutex);
