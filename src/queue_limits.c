@@ -59,6 +59,7 @@
 #include "common/hashfn.h"
 #include "utils/hsearch.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
@@ -85,6 +86,38 @@ static SchedStatement limits_of = {
 	2, {TEXTOID, TEXTOID}
 };
 
+/*
+ * Whether a limit may exist: false when none of the three limit tables has a block.  A
+ * row, committed or not, needs a block, so a table without one holds no row for any
+ * snapshot; a limit set concurrently is one that commits after this look (it applies from
+ * the calls that begin after it commits).  Relation sizes, no statement: most databases
+ * set no limit, and every dispatch_attempt asks.
+ */
+static bool
+limits_may_exist(void)
+{
+	static const char *const tables[] = {"concurrency_limit", "rate_limit", "tenant_quota"};
+	Oid			nsp = get_namespace_oid("sched", false);
+	int			i;
+
+	for (i = 0; i < lengthof(tables); i++)
+	{
+		Oid			relid = get_relname_relid(tables[i], nsp);
+		Relation	rel;
+		BlockNumber blocks;
+
+		if (!OidIsValid(relid))
+			elog(ERROR, "pg_sched: sched.%s is missing", tables[i]);
+		rel = table_open(relid, AccessShareLock);
+		blocks = RelationGetNumberOfBlocks(rel);
+		table_close(rel, AccessShareLock);
+		if (blocks > 0)
+			return true;
+	}
+	return false;
+}
+
+/* (when the tables have blocks: whether they have rows the latest snapshot sees) */
 static SchedStatement any_limits = {
 	"SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit) OR EXISTS (SELECT 1 FROM sched.rate_limit) "
 	"    OR EXISTS (SELECT 1 FROM sched.tenant_quota)",
@@ -502,11 +535,17 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		return;					/* still at 0.1.0: no limits there */
 	if (cache != NULL && cache->limits_known == 0)
 	{
-		sched_spi_exec_latest(&any_limits, NULL, NULL, SPI_OK_SELECT);
-		cache->limits_known = DatumGetBool(sched_spi_get(0, 1, &isnull)) ? 2 : 1;
+		cache->limits_known = 1;
+		if (limits_may_exist())
+		{
+			sched_spi_exec_latest(&any_limits, NULL, NULL, SPI_OK_SELECT);
+			cache->limits_known = DatumGetBool(sched_spi_get(0, 1, &isnull)) ? 2 : 1;
+		}
 		if (cache->limits_known == 1)
 			return;
 	}
+	else if (cache == NULL && !limits_may_exist())
+		return;
 	read_limits(req, cache, &lim);
 	key = req->concurrency_key;
 	has_concurrency = lim.has_concurrency;

@@ -10,8 +10,9 @@
 #                      dispatch_next(3); COMMIT;
 #   dispatch_attempt   the same with dispatch_attempt of a random pending request;
 #   worker        x2   start a random DISPATCHED attempt, finish a random live one (1 in 5
-#                      FAILED, which requeues); attempts near their lease's end are left
-#                      to the reaper;
+#                      FAILED, which requeues); attempts near their lease's end, and one
+#                      in eight by its id, are left to the reaper (so leases run out
+#                      however fast the workers are);
 #   mirror             re-weights a random node, then sched._fleet_mirror_check of both
 #                      capabilities in its long-lived session (must be 0).
 # A dispatcher logs what a transaction dispatched (attempt_id, request_id, node, worker)
@@ -154,11 +155,13 @@ EOSQL
 SELECT sched.start_attempt(a.attempt_id, a.lease_version)
   FROM (SELECT x.attempt_id, x.lease_version FROM sched.attempt x
          WHERE x.status = 'DISPATCHED' AND x.lease_expires_at > now() + interval '700 ms'
+           AND get_byte(uuid_send(x.attempt_id), 15) % 8 <> 0
          ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED) a;
 SELECT sched.finish_attempt(a.attempt_id, a.lease_version,
                             CASE WHEN random() < 0.2 THEN 'FAILED' ELSE 'SUCCEEDED' END)
   FROM (SELECT x.attempt_id, x.lease_version FROM sched.attempt x
          WHERE x.status IN ('DISPATCHED', 'RUNNING') AND x.lease_expires_at > now() + interval '700 ms'
+           AND get_byte(uuid_send(x.attempt_id), 15) % 8 <> 0
          ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED) a;
 EOSQL
 	mirror => <<'EOSQL',
