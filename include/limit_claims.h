@@ -30,8 +30,9 @@ extern void sched_limit_claims_unlock(uint16 space, uint64 scope);
  * unchanged between a count and the copy of the claims, the count may come first. */
 extern uint64 sched_limit_claims_ended(void);
 
-/* What other transactions have claimed of one scope (a key or a tenant), copied before
- * the snapshot the caller counts with (see limit_claims.c for why before). */
+/* What other transactions have claimed of one scope (a key or a tenant), copied under
+ * the scope's lock after the caller counted (see limit_claims.c, "The count before the
+ * lock", for when the count must be made again). */
 typedef struct SchedClaimOthers
 {
 	int			n;

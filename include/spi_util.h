@@ -44,10 +44,6 @@ extern Portal sched_spi_cursor_open(SchedStatement *stmt, Datum *values, const c
 extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 						   bool read_only, long count, int expected);
 
-/* Runs a read-only statement with `snapshot` (registered by the caller), as taken: a
- * caller that must know which transactions the rows it read come from. */
-extern void sched_spi_exec_snapshot(SchedStatement *stmt, Datum *values, const char *nulls,
-									Snapshot snapshot, int expected);
 /* Runs a kept read-only statement with the latest snapshot (every committed
  * transaction, and this one's earlier commands), whatever the isolation level. */
 extern void sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls,

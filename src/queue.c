@@ -936,7 +936,8 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		MemoryContextReset(per_request);
 		/* what the try found of the shape, on a fresh snapshot */
 		/* (a key or tenant another transaction is dispatching stays locked until that
-		 * transaction ends: its requests would only be passed over one by one) */
+		 * transaction ends, and one this transaction has no room to claim under stays
+		 * so until this one ends: its requests would only be passed over one by one) */
 		if (res.waits == SCHED_WAIT_CONCURRENCY || res.waits == SCHED_WAIT_RATE ||
 			res.limit_busy == SCHED_LIMIT_KEY_BUSY)
 			queue_exclude_name(&q.excluded_keys, &q.nexcluded_keys, ckey);

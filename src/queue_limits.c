@@ -14,8 +14,9 @@
  * the reservations a dispatch_next batch still defers are added from the batch
  * (count_deferred), except for a rate limit, whose window is counted after the batch is
  * written.  A tenant's live attempts and what they reserve are the sums
- * sched.tenant_live keeps, written in the same transactions as the attempts.  So the holders of a lock check and reserve one
- * after another, each seeing all that the others reserved, whatever the isolation level.
+ * sched.tenant_live keeps, written in the same transactions as the attempts.  So the
+ * holders of a lock check and reserve one after another, each seeing all that the
+ * others reserved, whatever the isolation level.
  * Attempts that end take no lock: an end only lowers a count, and a dispatcher that
  * counted an attempt ending meanwhile errs on the safe side.
  *
@@ -63,7 +64,6 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/timestamp.h"
 
 #define SCHED_KEY_LOCK_SPACE 0x534B		/* "SK" */
@@ -182,8 +182,9 @@ static SchedStatement rate_reason = {
 
 
 /*
- * What the batch's deferred (not yet written) reservations hold of `key` (live attempts)
- * and of `tenant` (live attempts, cpu, memory, gpus): the table does not show them yet.
+ * Adds what the batch's deferred (not yet written) reservations hold of `key` (live
+ * attempts, into key_live) or of `tenant` (live attempts, cpu, memory, gpus, into
+ * tenant_used), whichever is not NULL: the table does not show them yet.
  */
 static void
 count_deferred(const SchedBatch *cache, const char *key, const char *tenant,
@@ -199,7 +200,7 @@ count_deferred(const SchedBatch *cache, const char *key, const char *tenant,
 
 		if (key != NULL && w->concurrency_key != NULL && strcmp(w->concurrency_key, key) == 0)
 			(*key_live)++;
-		if (strcmp(w->tenant, tenant) == 0)
+		if (tenant != NULL && strcmp(w->tenant, tenant) == 0)
 		{
 			tenant_used[0]++;
 			tenant_used[1] += w->reserve_cpu_millis;
@@ -216,8 +217,7 @@ typedef struct Taken
 	LOCKTAG		tags[2];
 } Taken;
 
-/* Takes the lock of `name` in `space` without waiting; false when another transaction
- * holds it. */
+/* The 64-bit hash a key or tenant is known by: its locks' and its claims' scope. */
 static uint64
 scope_hash(const char *name)
 {
@@ -230,17 +230,36 @@ scope_tag(LOCKTAG *tag, uint64 key, uint16 space)
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, space);
 }
 
+/* Takes the lock of scope (a key's or tenant's hash) in `space` without waiting; false
+ * when another transaction holds it. */
 static bool
-lock_scope(const char *name, uint16 space, Taken *taken)
+lock_scope(uint64 scope, uint16 space, Taken *taken)
 {
 	LOCKTAG		tag;
 	LockAcquireResult r;
 
-	scope_tag(&tag, scope_hash(name), space);
+	scope_tag(&tag, scope, space);
 	r = LockAcquire(&tag, ExclusiveLock, false, true);
 	if (r == LOCKACQUIRE_OK)
 		taken->tags[taken->n++] = tag;
 	return r != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * Gives back what one check took when nothing will be reserved under it: its claims
+ * (a key's, when its tenant then refuses) and the locks it took (not those this
+ * transaction held already).
+ */
+static void
+give_back(SchedLimitsResult *out, Taken *taken)
+{
+	int			i;
+
+	sched_limits_withdraw(out);
+	out->nclaims = 0;
+	for (i = 0; i < taken->n; i++)
+		LockRelease(&taken->tags[i], ExclusiveLock, false);
+	taken->n = 0;
 }
 
 /*
@@ -251,16 +270,10 @@ lock_scope(const char *name, uint16 space, Taken *taken)
 static void
 reached(SchedLimitsResult *out, SchedWait waits, char *detail, Taken *taken)
 {
-	int			i;
-
-	sched_limits_withdraw(out);	/* a key's claim, when its tenant is full */
-	out->nclaims = 0;
+	give_back(out, taken);
 	out->verdict = SCHED_LIMITS_REACHED;
 	out->waits = waits;
 	out->detail = detail;
-	for (i = 0; i < taken->n; i++)
-		LockRelease(&taken->tags[i], ExclusiveLock, false);
-	taken->n = 0;
 }
 
 void
@@ -305,12 +318,14 @@ same_key(const char *a, const char *b)
 }
 
 /*
- * The limits that apply to req, read with the latest snapshot; a dispatch_next call
+ * The limits that apply to req (its key's and tenant's scope hashes given: key_hash 0
+ * without a key), read with the latest snapshot; a dispatch_next call
  * (cache) reads those of a key and tenant once, so a limit set during a call applies from
  * the next one (as whether any limit exists).
  */
 static void
-read_limits(const SchedRequestRow *req, SchedBatch *cache, LimitsOf *out)
+read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, SchedBatch *cache,
+			LimitsOf *out)
 {
 	const char *key = req->concurrency_key;
 	LimitsOf   *e = NULL;
@@ -320,7 +335,7 @@ read_limits(const SchedRequestRow *req, SchedBatch *cache, LimitsOf *out)
 
 	if (cache != NULL)
 	{
-		uint64		h = hash_combine64(scope_hash(req->tenant), key != NULL ? scope_hash(key) : 0);
+		uint64		h = hash_combine64(tenant_hash, key_hash);
 		bool		found;
 
 		if (cache->limits_of == NULL)
@@ -490,11 +505,7 @@ claim_end(uint16 space, uint64 scope, const int64 asks[SCHED_LIMIT_DIMENSIONS],
 	sched_limit_claims_unlock(space, scope);
 	if (!claimed)
 	{
-		sched_limits_withdraw(out);
-		out->nclaims = 0;
-		for (int i = 0; i < taken->n; i++)
-			LockRelease(&taken->tags[i], ExclusiveLock, false);
-		taken->n = 0;
+		give_back(out, taken);
 		out->verdict = SCHED_LIMITS_BUSY;
 		out->waits = SCHED_WAIT_CONTENTION;
 		return false;
@@ -513,18 +524,12 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 {
 	Datum		v[5];
 	bool		isnull;
-	char	   *key;
+	const char *key = req->concurrency_key;
+	uint64		key_hash;
+	uint64		tenant_hash;
 	Taken		taken = {0};
-	bool		has_concurrency,
-				has_rate,
-				has_quota,
-				short_key,
+	bool		short_key,
 				short_quota;
-	int64		max_live = 0,
-				dispatches = 0;
-	Interval   *per = NULL;
-	bool		q_null[4];
-	int64		q_max[4];
 	int			i;
 	LimitsOf	lim;
 
@@ -546,17 +551,10 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	}
 	else if (cache == NULL && !limits_may_exist())
 		return;
-	read_limits(req, cache, &lim);
-	key = req->concurrency_key;
-	has_concurrency = lim.has_concurrency;
-	has_rate = lim.has_rate;
-	has_quota = lim.has_quota;
-	max_live = lim.max_live;
-	dispatches = lim.dispatches;
-	per = &lim.per;
-	memcpy(q_null, lim.q_null, sizeof(q_null));
-	memcpy(q_max, lim.q_max, sizeof(q_max));
-	if (!has_concurrency && !has_rate && !has_quota)
+	key_hash = key != NULL ? scope_hash(key) : 0;
+	tenant_hash = scope_hash(req->tenant);
+	read_limits(req, key_hash, tenant_hash, cache, &lim);
+	if (!lim.has_concurrency && !lim.has_rate && !lim.has_quota)
 		return;
 
 	/*
@@ -564,9 +562,9 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	 * rate limit, and a tenant, are locked below for their check alone; otherwise here,
 	 * without waiting, until the transaction ends.
 	 */
-	short_key = has_concurrency && !has_rate && sched_limit_claims_available();
-	short_quota = has_quota && sched_limit_claims_available();
-	if ((has_concurrency || has_rate) && !short_key && !lock_scope(key, SCHED_KEY_LOCK_SPACE, &taken))
+	short_key = lim.has_concurrency && !lim.has_rate && sched_limit_claims_available();
+	short_quota = lim.has_quota && sched_limit_claims_available();
+	if ((lim.has_concurrency || lim.has_rate) && !short_key && !lock_scope(key_hash, SCHED_KEY_LOCK_SPACE, &taken))
 	{
 		out->verdict = SCHED_LIMITS_BUSY;
 		out->waits = SCHED_WAIT_CONTENTION;
@@ -574,10 +572,9 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 							   key);
 		return;
 	}
-	if (has_quota && !short_quota && !lock_scope(req->tenant, SCHED_TENANT_LOCK_SPACE, &taken))
+	if (lim.has_quota && !short_quota && !lock_scope(tenant_hash, SCHED_TENANT_LOCK_SPACE, &taken))
 	{
-		for (int i = 0; i < taken.n; i++)
-			LockRelease(&taken.tags[i], ExclusiveLock, false);	/* nothing reserved */
+		give_back(out, &taken);
 		out->verdict = SCHED_LIMITS_BUSY;
 		out->waits = SCHED_WAIT_CONTENTION;
 		out->detail = psprintf("tenant \"%s\" is being dispatched by another transaction",
@@ -586,26 +583,24 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		return;
 	}
 	/* the rate window is counted in the table alone: the batch is written first */
-	if (has_rate && cache != NULL)
+	if (lim.has_rate && cache != NULL)
 		sched_batch_flush(cache);
 
-	if (has_concurrency)
+	if (lim.has_concurrency)
 	{
 		int64		used[SCHED_LIMIT_DIMENSIONS] = {0};
 		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
 		int64		asks[SCHED_LIMIT_DIMENSIONS] = {1, 0, 0, 0};
-		int64		ignored[SCHED_LIMIT_DIMENSIONS] = {0};
-		uint64		key_hash = scope_hash(key);
 
 		scope_used(SCHED_KEY_LOCK_SPACE, key_hash, key, key_used, short_key, used, unseen);
-		count_deferred(cache, key, req->tenant, &used[0], ignored);
-		if (used[0] + unseen[0] >= max_live)
+		count_deferred(cache, key, NULL, &used[0], NULL);
+		if (used[0] + unseen[0] >= lim.max_live)
 		{
 			if (short_key)
 				sched_limit_claims_unlock(SCHED_KEY_LOCK_SPACE, key_hash);
 			reached(out, SCHED_WAIT_CONCURRENCY,
 					psprintf("concurrency_limit: key \"%s\" has " INT64_FORMAT " of " INT64_FORMAT
-							 " live attempts%s", key, used[0] + unseen[0], max_live,
+							 " live attempts%s", key, used[0] + unseen[0], lim.max_live,
 							 uncommitted(unseen[0])), &taken);
 			return;
 		}
@@ -616,50 +611,48 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 			return;
 		}
 	}
-	if (has_rate)
+	if (lim.has_rate)
 	{
 		int64		recent;
 
 		v[0] = CStringGetTextDatum(key);
 		v[1] = TimestampTzGetDatum(at);
-		v[2] = IntervalPGetDatum(per);
-		v[3] = Int32GetDatum((int32) dispatches);
+		v[2] = IntervalPGetDatum(&lim.per);
+		v[3] = Int32GetDatum((int32) lim.dispatches);
 		sched_spi_exec_latest(&key_window, v, NULL, SPI_OK_SELECT);
 		recent = sched_spi_int64(0, 1);
-		if (recent >= dispatches)
+		if (recent >= lim.dispatches)
 		{
 			Datum		e = sched_spi_get(0, 2, &isnull);
 
 			out->eligible_at = isnull ? at : Max(DatumGetTimestampTz(e), at);
 			v[0] = CStringGetTextDatum(key);
 			v[1] = Int64GetDatum(recent);
-			v[2] = IntervalPGetDatum(per);
-			v[3] = Int64GetDatum(dispatches);
+			v[2] = IntervalPGetDatum(&lim.per);
+			v[3] = Int64GetDatum(lim.dispatches);
 			v[4] = TimestampTzGetDatum(out->eligible_at);
 			sched_spi_exec(&rate_reason, v, NULL, true, 1, SPI_OK_SELECT);
 			reached(out, SCHED_WAIT_RATE, sched_spi_text(0, 1), &taken);
 			return;
 		}
 	}
-	if (has_quota)
+	if (lim.has_quota)
 	{
 		static const char *const dimension[4] = {"live attempts", "cpu_millis", "memory_mb", "gpus"};
 		int64		used[SCHED_LIMIT_DIMENSIONS];
 		int64		asks[SCHED_LIMIT_DIMENSIONS];
 		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
-		int64		no_key = 0;
-		uint64		tenant_hash = scope_hash(req->tenant);
 
 		scope_used(SCHED_TENANT_LOCK_SPACE, tenant_hash, req->tenant, tenant_used, short_quota,
 				   used, unseen);
-		count_deferred(cache, NULL, req->tenant, &no_key, used);
+		count_deferred(cache, NULL, req->tenant, NULL, used);
 		asks[0] = 1;
 		asks[1] = p->reserve_cpu_millis;
 		asks[2] = p->reserve_memory_mb;
 		asks[3] = p->reserve_gpus;
 		for (i = 0; i < 4; i++)
 		{
-			if (q_null[i] || used[i] + unseen[i] + asks[i] <= q_max[i])
+			if (lim.q_null[i] || used[i] + unseen[i] + asks[i] <= lim.q_max[i])
 				continue;
 			if (short_quota)
 				sched_limit_claims_unlock(SCHED_TENANT_LOCK_SPACE, tenant_hash);
@@ -667,7 +660,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 			reached(out, SCHED_WAIT_QUOTA,
 					psprintf("tenant_quota_exceeded: tenant \"%s\" %s: its live attempts hold "
 							 INT64_FORMAT " of " INT64_FORMAT "%s, this request asks " INT64_FORMAT,
-							 req->tenant, dimension[i], used[i] + unseen[i], q_max[i],
+							 req->tenant, dimension[i], used[i] + unseen[i], lim.q_max[i],
 							 uncommitted(unseen[i]), asks[i]), &taken);
 			return;
 		}

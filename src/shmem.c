@@ -9,8 +9,9 @@
  *     entry overwritten under them by its sequence number (seqlock);
  *   - reservations in flight (inflight.c): one slot per backend, written only by its own
  *     backend, each under its own spinlock, held for a copy of the slot;
- *   - tenant quota claims (limit_claims.c): one slot per backend, written only by its own
- *     backend, each under its own spinlock, held for a copy of the slot;
+ *   - limit claims (limit_claims.c): one slot per backend, written only by its own
+ *     backend, each under its own spinlock, held for the look-up of one entry; read
+ *     under the scope's LWLock of the module;
  *   - dispatch counters (counters.c): atomics, no lock;
  *   - wake-ups of waiting worker sessions (wakeup.c): one slot per backend, written only
  *     by its backend, each under its own spinlock, held for a copy of the slot.
@@ -42,7 +43,7 @@ typedef struct SchedShmemPart
 static const SchedShmemPart parts[] = {
 	{"pg_sched fleet change log", sched_fleet_mirror_shmem_size, sched_fleet_mirror_shmem_attach},
 	{"pg_sched reservations in flight", sched_inflight_shmem_size, sched_inflight_shmem_attach},
-	{"pg_sched tenant quota claims", sched_limit_claims_shmem_size, sched_limit_claims_shmem_attach},
+	{"pg_sched limit claims", sched_limit_claims_shmem_size, sched_limit_claims_shmem_attach},
 	{"pg_sched dispatch counters", sched_counters_shmem_size, sched_counters_shmem_attach},
 	{"pg_sched worker wake-ups", sched_wakeup_shmem_size, sched_wakeup_shmem_attach},
 };

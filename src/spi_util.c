@@ -129,13 +129,6 @@ sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,
 }
 
 void
-sched_spi_exec_snapshot(SchedStatement *stmt, Datum *values, const char *nulls,
-						Snapshot snapshot, int expected)
-{
-	execute(stmt, values, nulls, snapshot, true, 0, expected);
-}
-
-void
 sched_spi_exec_latest(SchedStatement *stmt, Datum *values, const char *nulls, int expected)
 {
 	/* what every transaction committed so far sees, whatever the isolation level (as the
