@@ -337,8 +337,19 @@ sub find_dispatching_backend
 	my $mon = $node->background_psql('postgres');
 	my $found = '';
 	my $deadline = time + 20;
+	my $lifted = time;
 	while (time < $deadline)
 	{
+		# the paused clients may all have been between scripts (their scripts, started
+		# together after the last restart, end together): let them start new ones
+		if (time - $lifted >= 1)
+		{
+			unlink $PAUSE;
+			usleep(200_000);
+			open my $p, '>', $PAUSE or die;
+			close $p;
+			$lifted = time;
+		}
 		$found = $mon->query_safe(q{
 SELECT pid || ' ' || application_name || ' ' || coalesce(wait_event_type || ':' || wait_event, 'cpu')
        || ' ' || left(regexp_replace(query, '\s+', ' ', 'g'), 70)
