@@ -184,6 +184,13 @@ sched_batch_flush(SchedBatch *cache)
 
 	if (n == 0)
 		return;
+	if (n == 1)
+	{
+		/* the one-reservation statement: no arrays to build, unnest and group */
+		sched_write_reservation(&cache->pending[0], cache->at);
+		cache->npending = 0;
+		return;
+	}
 	for (k = 0; k < 13; k++)
 		cols[k] = palloc(sizeof(Datum) * n);
 	for (i = 0; i < n; i++)
