@@ -5,24 +5,7 @@
 #define PG_SCHED_BATCH_H
 
 #include "utils/timestamp.h"
-#include "fleet.h"
-
-/*
- * What admission found of one placement's static reasons on a batch fleet's rows
- * (sched_batch_admit): the requests of one shape ask the same of every node but for
- * what changes as attempts come and go, so each row is judged once per shape and
- * batch.  A row written since (sched_batch_update_rows) is judged again.
- */
-#define SCHED_ADMIT_MEMOS 8
-
-typedef struct SchedAdmitMemo
-{
-	bool		used;
-	uint64		last_use;
-	SchedPlacement p;			/* a copy, in the batch's memory */
-	uint8	   *state;			/* per row: 0 not judged, 1 admits, 2 refuses */
-	int32	   *matches;		/* per row that admits: preferred labels matched */
-} SchedAdmitMemo;
+#include "admit_memo.h"
 
 /* One fleet a batch read (once per capability and kind) and keeps current. */
 typedef struct SchedBatchFleet
@@ -31,8 +14,7 @@ typedef struct SchedBatchFleet
 	bool		all_nodes;
 	SchedFleet	fleet;
 	int		   *by_node;		/* row indexes sorted by node_id */
-	SchedAdmitMemo memos[SCHED_ADMIT_MEMOS];
-	uint64		memo_uses;
+	SchedAdmitMemos memos;		/* judged again for a row the batch updates */
 } SchedBatchFleet;
 
 /* The rows one reservation writes (worker and node counters, attempt, START command,
@@ -96,8 +78,9 @@ typedef struct SchedBatch
 extern SchedFleet *sched_batch_fleet(SchedBatch *batch, const char *capability,
 									 bool all_nodes);
 /*
- * sched_fleet_admit (fleet.h) on a fleet of the batch, judging each row's static reasons
- * once per shape: the admitted rows, scored, into out; the same result.
+ * sched_fleet_admit (fleet.h) on a fleet of the batch, judging each row once per shape
+ * (admit_memo.h), or on a fleet of the mirror (sched_fleet_mirror_admit): the admitted
+ * rows, scored, into out; the same result.
  */
 extern int	sched_batch_admit(SchedBatch *batch, SchedFleet *fleet, const SchedPlacement *p,
 							  SchedRanked *out);

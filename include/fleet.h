@@ -85,9 +85,6 @@ extern TransactionId sched_fleet_pair_locker(const SchedFleetRow *row);
  * (fleet->count room); returns how many. */
 extern int	sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, SchedRanked *out);
 
-/* Admitted pairs of the fleet, scored and ranked best first (palloc'd; *count set). */
-extern SchedRanked *sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count);
-
 /*
  * The aggregated summary over every node of the fleet ("0/3 nodes eligible: ..."), and
  * (when verdict is not NULL) the fleet's verdict on the request (placement.h).

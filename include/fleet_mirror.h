@@ -29,6 +29,15 @@ extern bool sched_fleet_mirror_read(const char *capability, bool fresh, SchedFle
 extern void sched_fleet_read(const char *capability, int flags, const SchedPlacement *keys_of,
 							 SchedFleet *fleet);
 
+/*
+ * sched_fleet_admit(p, fleet, out), with the mirror's admission memo when fleet is the
+ * mirror's fleet of a capability as it is now (as sched_fleet_mirror_read returned it, with
+ * no refresh since that changed it): each row is judged in full once per shape, across
+ * calls, until the mirror re-reads it (admit_memo.h).  Any other fleet is judged in full.
+ */
+extern int	sched_fleet_mirror_admit(const SchedFleet *fleet, const SchedPlacement *p,
+									 SchedRanked *out);
+
 /* This backend's mirror counters (sched._fleet_mirror_stats, diagnostics.c). */
 typedef struct SchedMirrorStats
 {
@@ -45,8 +54,8 @@ typedef struct SchedMirrorStats
 extern void sched_fleet_mirror_get_stats(SchedMirrorStats *out);
 
 /* Nodes whose mirrored rows of `capability`, brought up to a fresh snapshot, differ from
- * the tables read with that snapshot (0 is the mirror's invariant); -1 when the mirror
- * cannot answer. */
+ * the tables read with that snapshot, plus the rows whose admission memo is wrong
+ * (sched_admit_memos_check): 0 is the mirror's invariant. */
 extern int	sched_fleet_mirror_differences(const char *capability);
 
 #endif							/* PG_SCHED_FLEET_MIRROR_H */

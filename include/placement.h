@@ -303,12 +303,22 @@ extern SchedReasonSet sched_admission(const SchedPlacement *p, const SchedCandid
 extern SchedReasonSet sched_admission_transient(const SchedPlacement *p, const SchedCandidate *c);
 
 /*
- * Whether a and b ask the same of every node in all but what changes as attempts come
- * and go: then, for any candidate, sched_admission(a, c) and sched_admission(b, c) have
- * the same reasons outside SCHED_TRANSIENT_REASONS, and the score's preferred_matches
- * are the same.  (The capability is the caller's: it picks the fleet.)
+ * The reason of sched_admission that moves with the clock, not with the candidate
+ * (heartbeat_expired: the cutoff is the call's clock less the heartbeat timeout).
  */
-extern bool sched_placement_same_static(const SchedPlacement *a, const SchedPlacement *b);
+#define SCHED_CLOCK_REASONS SCHED_REASON_BIT(SCHED_R_HEARTBEAT_EXPIRED)
+
+/* sched_admission's SCHED_CLOCK_REASONS for candidate c. */
+extern SchedReasonSet sched_admission_clock(const SchedPlacement *p, const SchedCandidate *c);
+
+/*
+ * Whether a and b are one shape: they ask the same of every node in all but what changes
+ * as attempts come and go and what moves with the clock.  Then, for any candidate,
+ * sched_admission(a, c) and sched_admission(b, c) have the same reasons outside
+ * SCHED_TRANSIENT_REASONS and SCHED_CLOCK_REASONS, and the score's preferred_matches are
+ * the same.  (The capability is the caller's: it picks the fleet.)
+ */
+extern bool sched_placement_same_shape(const SchedPlacement *a, const SchedPlacement *b);
 
 /* A weight <= 0 scores as 100. */
 extern int32_t sched_effective_weight(int32_t weight);

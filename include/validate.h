@@ -98,6 +98,25 @@ typedef enum SchedRowLock
 	SCHED_LOCK_SKIP
 } SchedRowLock;
 
+/*
+ * The request columns a placement is made of, in the order sched_placement_decode reads
+ * them (of the request row `alias`).
+ */
+#define SCHED_PLACEMENT_COLUMNS(alias) \
+	alias ".capability, " alias ".capability_version, " alias ".required_labels, " \
+	alias ".preferred_labels, " alias ".min_cpu_millis, " alias ".min_memory_mb, " \
+	alias ".min_gpus, " alias ".reserve_cpu_millis, " alias ".reserve_memory_mb, " \
+	alias ".reserve_gpus, " alias ".node_id"
+#define SCHED_PLACEMENT_COLUMN_COUNT 11
+
+/*
+ * The placement (clock from `at`) of SPI result row `row`, whose columns from `first` on
+ * are SCHED_PLACEMENT_COLUMNS, and whose column spread_key_column (0: none) is the
+ * spread_key.  ERROR as sched_placement_from_args on labels that do not parse.
+ */
+extern void sched_placement_decode(int row, int first, int spread_key_column, TimestampTz at,
+								   SchedPlacementArgs *out);
+
 extern bool sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 							   SchedPlacementArgs *out, SchedRequestRow *row);
 

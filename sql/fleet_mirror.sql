@@ -195,6 +195,58 @@ SELECT outcome, node_id FROM sched.dispatch_next(1, at => '2024-01-01 12:00:30+0
 SELECT pg_temp.same();
 
 -- ---------------------------------------------------------------------------------
+-- Admission memos: across calls, the mirror remembers what a shape's static rules say
+-- of each row (src/admit_memo.c).  The clock still moves the heartbeat cutoff, shapes
+-- give way to others (8 are kept), and a dispatch's own changes are judged again.
+-- ---------------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.memo_ranking(at timestamptz, min_cpu int, off boolean)
+RETURNS TABLE (node_id text, score bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('sched.fleet_mirror', CASE WHEN off THEN 'off' ELSE 'on' END, true);
+    RETURN QUERY SELECT r.node_id, r.score
+      FROM sched.rank_candidates('m', '1', preferred_labels => '{"tier": "fast"}',
+                                 min_cpu_millis => min_cpu, heartbeat_ttl => '1 hour', at => at) r;
+    PERFORM set_config('sched.fleet_mirror', 'on', true);
+END $$;
+-- rows in one ranking and not the other, and how many were ranked
+CREATE FUNCTION pg_temp.memo_same(at timestamptz, min_cpu int DEFAULT 0)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    missing int;
+    ranked int;
+BEGIN
+    SELECT count(*) INTO ranked FROM pg_temp.memo_ranking(at, min_cpu, false);
+    SELECT count(*) INTO missing FROM (
+        (SELECT * FROM pg_temp.memo_ranking(at, min_cpu, false)
+         EXCEPT SELECT * FROM pg_temp.memo_ranking(at, min_cpu, true))
+        UNION ALL
+        (SELECT * FROM pg_temp.memo_ranking(at, min_cpu, true)
+         EXCEPT SELECT * FROM pg_temp.memo_ranking(at, min_cpu, false))) d;
+    RETURN format('%s ranked, %s differ', ranked, missing);
+END $$;
+UPDATE sched.worker SET last_heartbeat = '2024-01-01 12:40:00+00'
+ WHERE node_id IN ('n32', 'n34') AND capability = 'm';
+-- every heartbeat fresh at 12:00:30; at 13:30 only the two of 12:40 are (the same shape)
+SELECT pg_temp.memo_same('2024-01-01 12:00:30+00');
+SELECT pg_temp.memo_same('2024-01-01 13:30:00+00');
+SELECT pg_temp.memo_same('2024-01-01 12:00:30+00');
+-- ten shapes in turn, twice: each gives way and comes back
+SELECT j AS round, i AS shape, pg_temp.memo_same('2024-01-01 12:00:30+00', i * 500)
+  FROM (SELECT i, j FROM generate_series(1, 2) j, generate_series(1, 10) i
+         ORDER BY j, i OFFSET 0) turns;
+-- a dispatch reserves on a node: its row is judged again, by every memo
+SELECT sched.submit('22222222-0000-0000-0000-000000000002', '22222222-0000-0000-0000-0000000000a2',
+    'm', '1', preferred_labels => '{"tier": "fast"}', reserve_cpu_millis => 3000,
+    available_at => '2024-01-01 12:00:30+00') IS NOT NULL AS submitted;
+SELECT outcome FROM sched.dispatch_attempt(
+    (SELECT request_id FROM sched.request WHERE step_id = '22222222-0000-0000-0000-0000000000a2'),
+    at => '2024-01-01 12:00:30+00');
+SELECT pg_temp.memo_same('2024-01-01 12:00:30+00', 1500);
+SELECT sched._fleet_mirror_check('m') AS differ_memos_included;
+
+-- ---------------------------------------------------------------------------------
 -- Entries that cannot name a node: the mirror starts over, and is right.
 -- ---------------------------------------------------------------------------------
 SELECT pg_temp.did() IS NOT NULL AS reset_counters;

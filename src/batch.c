@@ -184,6 +184,13 @@ sched_batch_flush(SchedBatch *cache)
 
 	if (n == 0)
 		return;
+	if (n == 1)
+	{
+		/* the one-reservation statement: no arrays to build, unnest and group */
+		sched_write_reservation(&cache->pending[0], cache->at);
+		cache->npending = 0;
+		return;
+	}
 	for (k = 0; k < 13; k++)
 		cols[k] = palloc(sizeof(Datum) * n);
 	for (i = 0; i < n; i++)
@@ -392,7 +399,8 @@ sched_batch_fleet(SchedBatch *cache, const char *capability, bool all_nodes)
 			: repalloc(cache->entries, sizeof(SchedBatchFleet) * cache->allocated);
 	}
 	e = &cache->entries[cache->count++];
-	memset(e, 0, sizeof(*e));	/* no memo yet (sched_batch_admit) */
+	memset(e, 0, sizeof(*e));
+	sched_admit_memos_init(&e->memos, cache->cxt);
 	e->capability = pstrdup(capability);
 	e->all_nodes = all_nodes;
 	sched_fleet_read(capability,
@@ -414,8 +422,13 @@ sched_batch_fleet(SchedBatch *cache, const char *capability, bool all_nodes)
 void
 sched_batch_forget_fleets(SchedBatch *cache)
 {
-	if (cache != NULL)
-		cache->count = 0;		/* the entries' memory lives as long as the call */
+	int			i;
+
+	if (cache == NULL)
+		return;
+	for (i = 0; i < cache->count; i++)
+		sched_admit_memos_reset(&cache->entries[i].memos);
+	cache->count = 0;			/* the rest of the entries' memory lives as long as the call */
 }
 
 bool
@@ -442,149 +455,16 @@ sched_batch_gang_tried(SchedBatch *cache, const pg_uuid_t *gang_id)
 	return false;
 }
 
-/* Row `index` of e changed: judged again by every memo. */
-static void
-forget_admission(SchedBatchFleet *e, int index)
-{
-	int			m;
-
-	for (m = 0; m < SCHED_ADMIT_MEMOS; m++)
-		if (e->memos[m].used)
-			e->memos[m].state[index] = 0;
-}
-
-static const char *
-copy_text(const char *s)
-{
-	return s == NULL ? NULL : pstrdup(s);
-}
-
-static void
-copy_labels(SchedLabelSet *to, const SchedLabelSet *from)
-{
-	int			i;
-
-	to->count = from->count;
-	to->items = palloc0(sizeof(SchedLabel) * Max(from->count, 1));
-	for (i = 0; i < from->count; i++)
-	{
-		const SchedLabel *f = &from->items[i];
-		SchedLabel *t = &to->items[i];
-
-		/* (only what the label's operator uses: the rest may be uninitialized) */
-		memset(t, 0, sizeof(*t));
-		t->op = f->op;
-		t->key = copy_text(f->key);
-		if (f->op == SCHED_LABEL_EQ)
-			t->value = copy_text(f->value);
-		if (f->op == SCHED_LABEL_GT || f->op == SCHED_LABEL_LT)
-			t->number = f->number;
-		if (f->op == SCHED_LABEL_IN || f->op == SCHED_LABEL_NOT_IN)
-		{
-			const char **values = palloc(sizeof(char *) * Max(f->nvalues, 1));
-			int			k;
-
-			for (k = 0; k < f->nvalues; k++)
-				values[k] = copy_text(f->values[k]);
-			t->nvalues = f->nvalues;
-			t->values = values;
-		}
-		if (f->op == SCHED_LABEL_VERSION)
-		{
-			SchedVersionBound *bounds = palloc(sizeof(SchedVersionBound) * f->nbounds);
-
-			memcpy(bounds, f->bounds, sizeof(SchedVersionBound) * f->nbounds);
-			t->nbounds = f->nbounds;
-			t->bounds = bounds;
-		}
-	}
-}
-
-/* The memo of e for p: one that holds for it, else the least recently used, reset to p. */
-static SchedAdmitMemo *
-memo_for(SchedBatch *cache, SchedBatchFleet *e, const SchedPlacement *p)
-{
-	SchedAdmitMemo *m = NULL;
-	MemoryContext old;
-	int			i;
-
-	for (i = 0; i < SCHED_ADMIT_MEMOS; i++)
-		if (e->memos[i].used && sched_placement_same_static(&e->memos[i].p, p))
-		{
-			m = &e->memos[i];
-			m->last_use = ++e->memo_uses;
-			return m;
-		}
-	for (i = 0; i < SCHED_ADMIT_MEMOS; i++)
-		if (m == NULL || !e->memos[i].used || e->memos[i].last_use < m->last_use)
-		{
-			m = &e->memos[i];
-			if (!m->used)
-				break;
-		}
-	old = MemoryContextSwitchTo(cache->cxt);
-	if (!m->used)
-	{
-		m->state = palloc(sizeof(uint8) * Max(e->fleet.count, 1));
-		m->matches = palloc(sizeof(int32) * Max(e->fleet.count, 1));
-	}
-	/* (a memo reset leaves its old copy of a placement behind: the batch's memory,
-	 * bounded by the call's requests) */
-	m->p = *p;
-	m->p.capability = copy_text(p->capability);
-	m->p.capability_version = copy_text(p->capability_version);
-	m->p.pin_node_id = copy_text(p->pin_node_id);
-	copy_labels(&m->p.required_labels, &p->required_labels);
-	copy_labels(&m->p.preferred_labels, &p->preferred_labels);
-	MemoryContextSwitchTo(old);
-	memset(m->state, 0, sizeof(uint8) * e->fleet.count);
-	m->used = true;
-	m->last_use = ++e->memo_uses;
-	return m;
-}
-
 int
 sched_batch_admit(SchedBatch *cache, SchedFleet *fleet, const SchedPlacement *p,
 				  SchedRanked *out)
 {
-	SchedBatchFleet *e = NULL;
-	SchedAdmitMemo *m;
-	int			n = 0;
 	int			i;
 
 	for (i = 0; cache != NULL && i < cache->count; i++)
 		if (&cache->entries[i].fleet == fleet)
-			e = &cache->entries[i];
-	if (e == NULL)
-		return sched_fleet_admit(p, fleet, out);
-	m = memo_for(cache, e, p);
-	for (i = 0; i < fleet->count; i++)
-	{
-		const SchedCandidate *c = &fleet->rows[i].c;
-
-		if (fleet->rows[i].busy || m->state[i] == 2)
-			continue;
-		if (m->state[i] == 0)
-		{
-			SchedReasonSet r = sched_admission(p, c);
-
-			if ((r & ~SCHED_TRANSIENT_REASONS) != 0)
-			{
-				m->state[i] = 2;
-				continue;
-			}
-			m->state[i] = 1;
-			m->matches[i] = sched_labels_matching(&c->labels, &p->preferred_labels);
-			if (r != 0)
-				continue;
-		}
-		else if (sched_admission_transient(p, c) != 0)
-			continue;
-		sched_score_matched(c, m->matches[i], &out[n]);
-		out[n].index = i;
-		n++;
-	}
-	return n;
+			return sched_admit_memos_admit(&cache->entries[i].memos, fleet, p, out);
+	return sched_fleet_mirror_admit(fleet, p, out);
 }
 
 void
@@ -601,7 +481,7 @@ sched_batch_update_rows(SchedBatch *cache, const SchedFleetRow *fresh)
 
 		if (r == NULL)
 			continue;
-		forget_admission(&cache->entries[i], (int) (r - cache->entries[i].fleet.rows));
+		sched_admit_memos_forget(&cache->entries[i].memos, (int) (r - cache->entries[i].fleet.rows));
 		c = &r->c;
 		/* node fields: shared by the node's workers of every capability */
 		c->management_status = fresh->c.management_status;

@@ -355,16 +355,6 @@ sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, SchedRanked 
 	return n;
 }
 
-SchedRanked *
-sched_fleet_rank(const SchedPlacement *p, const SchedFleet *fleet, int *count)
-{
-	SchedRanked *ranked = palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
-
-	*count = sched_fleet_admit(p, fleet, ranked);
-	sched_rank(ranked, *count);
-	return ranked;
-}
-
 char *
 sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, SchedVerdict *verdict)
 {

@@ -38,6 +38,13 @@
  * sched.fleet_mirror on.  It only steers selection: dispatch re-checks admission on the
  * rows it locks.
  *
+ * Admission memos (admit_memo.c): each capability keeps what admission found of the last
+ * few shapes on its rows, across calls.  Every change to a row goes through reread_nodes
+ * (re-read in place: forgotten; removed: the last row moves into its index) or drops
+ * the capability (drop_caps, with its memos), so a memo's judgement of a row holds for
+ * the row as the mirror has it; sched_fleet_mirror_admit uses it only for the fleet a
+ * caller got as the mirror has it now.
+ *
  * Rows handed out are borrowed: their strings and the row arrays are freed only by a
  * refresh in a later transaction, so that they stay valid for the whole call (and
  * transaction) that got them.  Callers must not modify them (SCHED_FLEET_COPY copies).
@@ -45,6 +52,7 @@
 #include "postgres.h"
 
 #include "fleet_mirror.h"
+#include "admit_memo.h"
 #include "validate.h"
 #include "spi_util.h"
 #include "settings.h"
@@ -221,6 +229,7 @@ typedef struct MirrorCap
 	int			allocated;
 	int		   *slots;			/* open addressing by node_id: row index or -1 */
 	int			nslots;			/* power of two, > 2 x rows */
+	SchedAdmitMemos memos;		/* kept across calls: a row re-read is judged again */
 } MirrorCap;
 
 typedef struct PendingChange
@@ -259,6 +268,7 @@ static struct
 	int64		rows_reread;
 	int64		bypassed;
 	int64		losses;
+	int64		memo_admissions;
 } M;
 
 static void
@@ -305,6 +315,7 @@ drop_caps(void)
 		to_garbage(cap->fleet.rows);
 		to_garbage(cap->slots);
 		to_garbage(cap->capability);
+		sched_admit_memos_reset(&cap->memos);	/* (no caller holds them) */
 	}
 	M.ncaps = 0;
 }
@@ -470,6 +481,7 @@ load_cap(const char *capability)
 	}
 	cap = &M.caps[M.ncaps];
 	memset(cap, 0, sizeof(*cap));
+	sched_admit_memos_init(&cap->memos, M.cxt);
 	cap->capability = MemoryContextStrdup(M.cxt, capability);
 	old = MemoryContextSwitchTo(tmp);
 	sched_fleet_load(capability, SCHED_FLEET_LABELS, NULL, &read);
@@ -672,6 +684,7 @@ reread_nodes(char **ids, int count)
 		{
 			to_garbage(M.caps[k].fleet.rows[r].owned);
 			M.caps[k].fleet.rows[r] = row;	/* same node_id: the index stays right */
+			sched_admit_memos_forget(&M.caps[k].memos, r);
 			if (r < before[k])
 				stale[k][r] = false;
 		}
@@ -692,6 +705,8 @@ reread_nodes(char **ids, int count)
 				continue;
 			to_garbage(cap->fleet.rows[i].owned);
 			cap->fleet.rows[i] = cap->fleet.rows[cap->fleet.count - 1];
+			sched_admit_memos_move(&cap->memos, cap->fleet.count - 1, i);
+			sched_admit_memos_forget(&cap->memos, cap->fleet.count - 1);
 			cap->fleet.count--;
 			removed = true;
 		}
@@ -895,6 +910,20 @@ sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
 	return true;
 }
 
+int
+sched_fleet_mirror_admit(const SchedFleet *fleet, const SchedPlacement *p, SchedRanked *out)
+{
+	int			k;
+
+	for (k = 0; k < M.ncaps; k++)
+		if (M.caps[k].fleet.rows == fleet->rows && M.caps[k].fleet.count == fleet->count)
+		{
+			M.memo_admissions++;
+			return sched_admit_memos_admit(&M.caps[k].memos, fleet, p, out);
+		}
+	return sched_fleet_admit(p, fleet, out);
+}
+
 /* This backend's mirror, for sched._fleet_mirror_stats() (diagnostics.c). */
 void
 sched_fleet_mirror_get_stats(SchedMirrorStats *out)
@@ -1006,7 +1035,8 @@ sched_fleet_mirror_differences(const char *capability)
 	for (i = 0; i < mirrored.count; i++)
 		if (!seen[i])
 			differ++;
-	return differ;
+	/* and what the admission memos say of the rows (kept across calls) */
+	return differ + sched_admit_memos_check(&cap->memos, &cap->fleet);
 }
 
 /*

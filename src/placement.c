@@ -392,6 +392,14 @@ sched_admission_transient(const SchedPlacement *p, const SchedCandidate *c)
 	return r;
 }
 
+SchedReasonSet
+sched_admission_clock(const SchedPlacement *p, const SchedCandidate *c)
+{
+	if (c->has_worker && (!c->has_heartbeat || c->last_heartbeat < p->heartbeat_cutoff))
+		return SCHED_REASON_BIT(SCHED_R_HEARTBEAT_EXPIRED);
+	return 0;
+}
+
 static bool
 same_text(const char *a, const char *b)
 {
@@ -459,12 +467,11 @@ same_labels(const SchedLabelSet *a, const SchedLabelSet *b)
 }
 
 bool
-sched_placement_same_static(const SchedPlacement *a, const SchedPlacement *b)
+sched_placement_same_shape(const SchedPlacement *a, const SchedPlacement *b)
 {
 	return a->min_cpu_millis == b->min_cpu_millis && a->min_memory_mb == b->min_memory_mb &&
 		a->min_gpus == b->min_gpus && a->reserve_cpu_millis == b->reserve_cpu_millis &&
 		a->reserve_memory_mb == b->reserve_memory_mb && a->reserve_gpus == b->reserve_gpus &&
-		a->heartbeat_cutoff == b->heartbeat_cutoff &&
 		same_text(a->capability_version, b->capability_version) &&
 		same_text(a->pin_node_id, b->pin_node_id) &&
 		same_labels(&a->required_labels, &b->required_labels) &&

@@ -160,7 +160,8 @@ static SchedStatement tenant_batch_shapes = {
 
 /*
  * The shapes with ready requests (a loose index scan of request_shape_idx) and, for each,
- * a ready request to judge it by, without locking anything.  Every request of a shape is
+ * a ready request to judge it by (its id and SCHED_PLACEMENT_COLUMNS: no statement per
+ * shape to load it), without locking anything.  Every request of a shape is
  * admitted by the same nodes (the shape hashes all admission looks at, capability
  * included), so any of them judges it; with a tenant, the statement looks for one of the
  * tenant's among the shape's first $5 ready requests (request_shape_idx has no tenant:
@@ -180,16 +181,20 @@ static SchedStatement ready_shapes = {
 	"  SELECT (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
 	"            AND r.shape OPERATOR(pg_catalog.>) s.shape ORDER BY r.shape LIMIT 1) "
 	"    FROM s WHERE s.shape IS NOT NULL) "
-	"SELECT s.shape, x.request_id FROM s CROSS JOIN LATERAL ( "
-	"  (SELECT y.request_id FROM (SELECT r.request_id, r.tenant " SHAPE_READY
+	"SELECT s.shape, x.* FROM s CROSS JOIN LATERAL ( "
+	"  (SELECT y.request_id, " SCHED_PLACEMENT_COLUMNS("y")
+	"     FROM (SELECT r.request_id, r.tenant, " SCHED_PLACEMENT_COLUMNS("r") SHAPE_READY
 	"      ORDER BY r.available_at LIMIT $5) y "
 	"    WHERE $3::pg_catalog.text IS NULL OR y.tenant OPERATOR(pg_catalog.=) $3 LIMIT 1) "
 	"  UNION ALL "
-	"  (SELECT r.request_id " SHAPE_READY
+	"  (SELECT r.request_id, " SCHED_PLACEMENT_COLUMNS("r") SHAPE_READY
 	"    ORDER BY r.available_at OFFSET $5 OPERATOR(pg_catalog.-) 1 LIMIT 1) "
 	"  LIMIT 1) x "
 	" WHERE s.shape IS NOT NULL LIMIT $4",
-	5, {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID, INT4OID}
+	5, {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID, INT4OID},
+	/* (left to the plan cache it planned at every call: the generic plan's estimate
+	 * is far above a custom one's, for the same plan) */
+	.generic_plan = true, .ordered = true
 };
 
 /* with a tenant, how many of a shape's first ready requests ready_shapes looks through */
@@ -754,18 +759,22 @@ set_verdict(ShapeJudge *j, ShapeEntry *e, SchedVerdict v, QueueScan *q)
 }
 
 /*
- * The entry of `shape`, judged by request `request_id` when the call meets it for the
- * first time.  Allocates in the call's memory (CurrentMemoryContext).
+ * The entry of `shape`, judged when the call meets it for the first time by the
+ * placement `args` of one of its requests, or when args is NULL by that of request
+ * `request_id`.  Allocates in the call's memory (CurrentMemoryContext).
  */
 static ShapeEntry *
-shape_entry(ShapeJudge *j, int64 shape, int64 request_id, QueueScan *q)
+shape_entry(ShapeJudge *j, int64 shape, int64 request_id, const SchedPlacementArgs *args,
+			QueueScan *q)
 {
 	bool		found;
 	ShapeEntry *e = hash_search(j->shapes, &shape, HASH_ENTER, &found);
 
 	if (!found)
 	{
-		if (!sched_request_load(request_id, SCHED_LOCK_NONE, j->at, &e->args, NULL))
+		if (args != NULL)
+			e->args = *args;
+		else if (!sched_request_load(request_id, SCHED_LOCK_NONE, j->at, &e->args, NULL))
 		{
 			/* gone since the scan read it: nothing to judge by */
 			hash_search(j->shapes, &shape, HASH_REMOVE, NULL);
@@ -787,8 +796,8 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q)
 {
 	Datum		v[5];
 	char		n[5] = {' ', ' ', ' ', ' ', ' '};
-	int64		shapes[SHAPES_JUDGED_FIRST];
-	int64		requests[SHAPES_JUDGED_FIRST];
+	int64	   *shapes;
+	SchedPlacementArgs *placements;
 	int			count;
 	int			i;
 
@@ -800,13 +809,16 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q)
 	sched_spi_exec(&ready_shapes, v, n, false, 0, SPI_OK_SELECT);
 	j->all_known = SPI_processed <= SHAPES_JUDGED_FIRST;
 	count = (int) Min(SPI_processed, SHAPES_JUDGED_FIRST);
+	/* (decoded before the judging runs statements of its own) */
+	shapes = palloc(sizeof(int64) * Max(count, 1));
+	placements = palloc(sizeof(SchedPlacementArgs) * Max(count, 1));
 	for (i = 0; i < count; i++)
 	{
 		shapes[i] = sched_spi_int64(i, 1);
-		requests[i] = sched_spi_int64(i, 2);
+		sched_placement_decode(i, 3, 0, j->at, &placements[i]);
 	}
 	for (i = 0; i < count; i++)
-		(void) shape_entry(j, shapes[i], requests[i], q);
+		(void) shape_entry(j, shapes[i], 0, &placements[i], q);
 }
 
 /*
@@ -902,7 +914,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 			break;
 		if (queue_limited(&q, ckey, tname))
 			continue;			/* its key or tenant is full: untried, unwritten */
-		e = shape_entry(&judge, shape, id, &q);
+		e = shape_entry(&judge, shape, id, NULL, &q);
 		if (!worth_trying(&judge, e, &q))
 			continue;			/* waits for capacity: left as it is, in its place */
 		scanned++;

@@ -67,7 +67,7 @@ emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, 
 	{
 		/* the spread term, counted beside the fleet, then the order */
 		ranked = palloc(sizeof(SchedRanked) * Max(fleet.count, 1));
-		n = sched_fleet_admit(&args->p, &fleet, ranked);
+		n = sched_fleet_mirror_admit(&fleet, &args->p, ranked);
 		sched_spread_count(args->spread_key, false, &fleet, &spread);
 		sched_spread_score(&spread, ranked, n);
 		sched_rank(ranked, n);
@@ -75,7 +75,11 @@ emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, 
 	else if (limit == 1)
 		ranked = best_of(&args->p, &fleet, &n);
 	else
-		ranked = sched_fleet_rank(&args->p, &fleet, &n);
+	{
+		ranked = palloc(sizeof(SchedRanked) * Max(fleet.count, 1));
+		n = sched_fleet_mirror_admit(&fleet, &args->p, ranked);
+		sched_rank(ranked, n);
+	}
 	for (i = 0; i < n && (limit <= 0 || i < limit); i++)
 	{
 		SchedFleetRow *row = &fleet.rows[ranked[i].index];

@@ -627,9 +627,7 @@ enum
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 #define REQUEST_COLUMNS_0_2 \
 	"SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, r.state, " \
-	"       r.claim_id, r.claimed_until, r.tries, r.capability, r.capability_version, " \
-	"       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb, " \
-	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
+	"       r.claim_id, r.claimed_until, r.tries, " SCHED_PLACEMENT_COLUMNS("r") ", " \
 	"       r.available_at, r.avoid_node_id, r.last_reason, r.spread_key, r.gang_id, " \
 	"       r.priority, r.preemptible, r.held_node_id, r.held_worker_id, r.held_until, " \
 	"       r.concurrency_key " \
@@ -642,12 +640,40 @@ static SchedStatement request_read_0_2 = {REQUEST_COLUMNS_0_2, 1, {INT8OID}, .ke
 static SchedStatement request_lock_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r", 1, {INT8OID}, .keyed = true};
 static SchedStatement request_lock_skip_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}, .keyed = true};
 
+void
+sched_placement_decode(int row, int first, int spread_key_column, TimestampTz at,
+					   SchedPlacementArgs *out)
+{
+	SchedPlacement *p = &out->p;
+	bool		isnull;
+	Datum		d;
+
+	StaticAssertStmt(RQ_NODE_ID - RQ_CAPABILITY == SCHED_PLACEMENT_COLUMN_COUNT - 1,
+					 "SCHED_PLACEMENT_COLUMNS and REQUEST_COLUMNS differ");
+	memset(out, 0, sizeof(*out));
+	p->capability = sched_spi_text(row, first);
+	p->capability_version = sched_spi_text(row, first + 1);
+	d = sched_spi_get(row, first + 2, &isnull);
+	sched_required_labels_from_jsonb(DatumGetJsonbP(d), "required_labels", &p->required_labels);
+	d = sched_spi_get(row, first + 3, &isnull);
+	sched_labels_from_jsonb(DatumGetJsonbP(d), "preferred_labels", &p->preferred_labels);
+	p->min_cpu_millis = sched_spi_int64(row, first + 4);
+	p->min_memory_mb = sched_spi_int64(row, first + 5);
+	p->min_gpus = sched_spi_int64(row, first + 6);
+	p->reserve_cpu_millis = sched_spi_int64(row, first + 7);
+	p->reserve_memory_mb = sched_spi_int64(row, first + 8);
+	p->reserve_gpus = sched_spi_int64(row, first + 9);
+	p->pin_node_id = sched_spi_text(row, first + 10);
+	sched_placement_set_clock(out, at, NULL);
+	if (spread_key_column > 0)
+		out->spread_key = sched_spi_text(row, spread_key_column);
+}
+
 bool
 sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 				   SchedPlacementArgs *out, SchedRequestRow *row)
 {
 	Datum		arg = Int64GetDatum(request_id);
-	SchedPlacement *p = &out->p;
 	bool		isnull;
 	Datum		d;
 	bool		v0_2 = sched_schema_is_0_2();
@@ -660,23 +686,7 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 	if (SPI_processed == 0)
 		return false;
 
-	memset(out, 0, sizeof(*out));
-	p->capability = sched_spi_text(0, RQ_CAPABILITY);
-	p->capability_version = sched_spi_text(0, RQ_VERSION);
-	d = sched_spi_get(0, RQ_REQUIRED, &isnull);
-	sched_required_labels_from_jsonb(DatumGetJsonbP(d), "required_labels", &p->required_labels);
-	d = sched_spi_get(0, RQ_PREFERRED, &isnull);
-	sched_labels_from_jsonb(DatumGetJsonbP(d), "preferred_labels", &p->preferred_labels);
-	p->min_cpu_millis = sched_spi_int64(0, RQ_MIN_CPU);
-	p->min_memory_mb = sched_spi_int64(0, RQ_MIN_MEM);
-	p->min_gpus = sched_spi_int64(0, RQ_MIN_GPUS);
-	p->reserve_cpu_millis = sched_spi_int64(0, RQ_RES_CPU);
-	p->reserve_memory_mb = sched_spi_int64(0, RQ_RES_MEM);
-	p->reserve_gpus = sched_spi_int64(0, RQ_RES_GPUS);
-	p->pin_node_id = sched_spi_text(0, RQ_NODE_ID);
-	sched_placement_set_clock(out, at, NULL);
-	if (v0_2)
-		out->spread_key = sched_spi_text(0, RQ_SPREAD_KEY);
+	sched_placement_decode(0, RQ_CAPABILITY, v0_2 ? RQ_SPREAD_KEY : 0, at, out);
 
 	if (row != NULL)
 	{

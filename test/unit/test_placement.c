@@ -429,9 +429,20 @@ ref_check_pair(const SchedPlacement *p, const SchedCandidate *c, const int64_t a
 		snprintf(msg, cap, "(transient variant) sched_admission = %s but sched_admission_transient = %s", g, w);
 		return 0;
 	}
-	if (!sched_placement_same_static(p, p))
+	if (!sched_placement_same_shape(p, p))
 	{
-		snprintf(msg, cap, "sched_placement_same_static(p, p) is false");
+		snprintf(msg, cap, "sched_placement_same_shape(p, p) is false");
+		return 0;
+	}
+	/* The clock's reason is sched_admission_clock's, and with no static reason the
+	 * transient and clock reasons are the whole set (what an admission memo checks of a
+	 * row it judged once for the shape, admit_memo.c). */
+	if ((got & SCHED_CLOCK_REASONS) != sched_admission_clock(p, c) ||
+		((got & ~(SCHED_TRANSIENT_REASONS | SCHED_CLOCK_REASONS)) == 0 &&
+		 (sched_admission_transient(p, c) | sched_admission_clock(p, c)) != got))
+	{
+		ref_format_set(got, g, sizeof g);
+		snprintf(msg, cap, "sched_admission = %s, not its transient and clock reasons", g);
 		return 0;
 	}
 	if (got2 != ref_admission(p, &c2))
@@ -4233,9 +4244,10 @@ TEST(property_summary_counts_from_admission)
 /* ------------------------------------------------------------------------------------ */
 
 
-/* sched_placement_same_static: true for equal placements in different memory, false
- * when any static input differs; the transient inputs are the candidate's, not p's. */
-TEST(placement_same_static)
+/* sched_placement_same_shape: true for equal placements in different memory and for
+ * placements that differ only in the heartbeat cutoff (the clock), false when any static
+ * input differs; the transient inputs are the candidate's, not p's. */
+TEST(placement_same_shape)
 {
 	SchedLabel req1[] = {{.key = "zone", .value = "a"}};
 	SchedLabel req2[] = {{.key = "zone", .value = "a"}};
@@ -4261,35 +4273,35 @@ TEST(placement_same_static)
 
 	b.capability_version = version_b;
 	b.required_labels.items = req2;
-	CHECK(sched_placement_same_static(&a, &b));
+	CHECK(sched_placement_same_shape(&a, &b));
 	x = b; x.required_labels.items = req3;
-	CHECK(!sched_placement_same_static(&a, &x));
+	CHECK(!sched_placement_same_shape(&a, &x));
 	x = b; x.capability_version = "2.0";
-	CHECK(!sched_placement_same_static(&a, &x));
+	CHECK(!sched_placement_same_shape(&a, &x));
 	x = b; x.min_cpu_millis = 101;
-	CHECK(!sched_placement_same_static(&a, &x));
+	CHECK(!sched_placement_same_shape(&a, &x));
 	x = b; x.reserve_memory_mb = 513;
-	CHECK(!sched_placement_same_static(&a, &x));
+	CHECK(!sched_placement_same_shape(&a, &x));
 	x = b; x.reserve_gpus = 1;
-	CHECK(!sched_placement_same_static(&a, &x));
+	CHECK(!sched_placement_same_shape(&a, &x));
 	x = b; x.heartbeat_cutoff = 1001;
-	CHECK(!sched_placement_same_static(&a, &x));
+	CHECK(sched_placement_same_shape(&a, &x));
 	x = b; x.pin_node_id = "n1";
-	CHECK(!sched_placement_same_static(&a, &x));
+	CHECK(!sched_placement_same_shape(&a, &x));
 	x = b; x.preferred_labels = (SchedLabelSet) {1, pref};
-	CHECK(!sched_placement_same_static(&a, &x));
+	CHECK(!sched_placement_same_shape(&a, &x));
 	x = b; x.required_labels = (SchedLabelSet) {0, NULL};
-	CHECK(!sched_placement_same_static(&a, &x));
+	CHECK(!sched_placement_same_shape(&a, &x));
 	a.required_labels = (SchedLabelSet) {1, ex1};
 	b.required_labels = (SchedLabelSet) {1, ex2};
-	CHECK(sched_placement_same_static(&a, &b));
+	CHECK(sched_placement_same_shape(&a, &b));
 	b.required_labels = (SchedLabelSet) {1, ex3};
-	CHECK(!sched_placement_same_static(&a, &b));
+	CHECK(!sched_placement_same_shape(&a, &b));
 	a.required_labels = (SchedLabelSet) {1, v1};
 	b.required_labels = (SchedLabelSet) {1, v1};
-	CHECK(sched_placement_same_static(&a, &b));
+	CHECK(sched_placement_same_shape(&a, &b));
 	b.required_labels = (SchedLabelSet) {1, v2};
-	CHECK(!sched_placement_same_static(&a, &b));
+	CHECK(!sched_placement_same_shape(&a, &b));
 }
 
 
@@ -4359,7 +4371,7 @@ main(int argc, char **argv)
 	RUN(format_summary_exact_strings);
 	RUN(format_summary_truncation_like_snprintf);
 	RUN(format_summary_null_buffer_measures);
-	RUN(placement_same_static);
+	RUN(placement_same_shape);
 	RUN(property_admission_matches_spec_reference);
 	RUN(property_ranking_matches_reference);
 	RUN(property_summary_matches_reference);
