@@ -7,7 +7,9 @@
  * A batch (SchedBatch) lives as long as one dispatch_next call, in the call's memory.
  * Its fleets are read through the fleet mirror (fleet_mirror.c) with a snapshot that
  * sees the transaction's own writes, so the batch's deferred reservations are written
- * before any new fleet is read.  After every locked re-read of a pair its counters and
+ * before any new fleet is read.  A fleet from the mirror is borrowed (its rows and
+ * admission memos are the mirror's) until the batch changes it; then the batch copies
+ * both (ensure_own), so a call that places one request copies nothing.  After every locked re-read of a pair its counters and
  * states are copied into every fleet row of that node and worker
  * (sched_batch_update_rows): the cached values only steer ranking; admission is always
  * re-checked on the locked rows (reservation.c).
