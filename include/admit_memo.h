@@ -43,6 +43,10 @@ extern void sched_admit_memos_init(SchedAdmitMemos *set, MemoryContext parent);
 extern int	sched_admit_memos_admit(SchedAdmitMemos *set, const SchedFleet *fleet,
 									const SchedPlacement *p, SchedRanked *out);
 
+/* dst (of other rows) made a copy of src: what src knows of its rows, for rows that are
+ * a copy of them, at the same indexes. */
+extern void sched_admit_memos_copy(SchedAdmitMemos *dst, const SchedAdmitMemos *src);
+
 /* Row `row` changed: every memo judges it again. */
 extern void sched_admit_memos_forget(SchedAdmitMemos *set, int row);
 

@@ -13,8 +13,20 @@ typedef struct SchedBatchFleet
 	char	   *capability;
 	bool		all_nodes;
 	SchedFleet	fleet;
-	int		   *by_node;		/* row indexes sorted by node_id */
+	int		   *by_node;		/* row indexes sorted by node_id (own rows only) */
 	SchedAdmitMemos memos;		/* judged again for a row the batch updates */
+
+	/*
+	 * borrowed: fleet.rows are the fleet mirror's, as it returned them (not to be
+	 * modified; admission uses the mirror's memos).  The batch copies them at its first
+	 * use of the fleet after a change it made to it (`updates`, applied then), when it
+	 * marks a row busy, and before it reads another fleet (which may refresh the
+	 * mirror).  A call that places one request never copies the fleet.
+	 */
+	bool		borrowed;
+	int			nupdates;
+	int			updates_size;
+	SchedFleetRow *updates;		/* fresh rows to apply at the copy (their scalars) */
 } SchedBatchFleet;
 
 /* The rows one reservation writes (worker and node counters, attempt, START command,
@@ -77,6 +89,10 @@ typedef struct SchedBatch
  * worker of it), read on first use (the batch's reservations are written first). */
 extern SchedFleet *sched_batch_fleet(SchedBatch *batch, const char *capability,
 									 bool all_nodes);
+/* Marks row `index` of the batch's fleet `fleet` busy (held by another transaction):
+ * passed over for the rest of the call. */
+extern void sched_batch_mark_busy(SchedBatch *batch, SchedFleet *fleet, int index);
+
 /*
  * sched_fleet_admit (fleet.h) on a fleet of the batch, judging each row once per shape
  * (admit_memo.h), or on a fleet of the mirror (sched_fleet_mirror_admit): the admitted

@@ -4,7 +4,7 @@
 #ifndef PG_SCHED_FLEET_MIRROR_H
 #define PG_SCHED_FLEET_MIRROR_H
 
-#include "fleet.h"
+#include "admit_memo.h"
 
 extern int	sched_fleet_change_log_size;
 extern bool sched_fleet_mirror;
@@ -37,6 +37,10 @@ extern void sched_fleet_read(const char *capability, int flags, const SchedPlace
  */
 extern int	sched_fleet_mirror_admit(const SchedFleet *fleet, const SchedPlacement *p,
 									 SchedRanked *out);
+
+/* The mirror's admission memos of `fleet` when it is the mirror's fleet of a capability
+ * as it is now (as for sched_fleet_mirror_admit), else NULL. */
+extern const SchedAdmitMemos *sched_fleet_mirror_memos(const SchedFleet *fleet);
 
 /* This backend's mirror counters (sched._fleet_mirror_stats, diagnostics.c). */
 typedef struct SchedMirrorStats

@@ -97,30 +97,12 @@ ensure_size(SchedAdmitMemo *m, int count)
 	m->size = size;
 }
 
-/* The memo of p's shape, with room for `count` rows: one that holds it, else the least
- * recently used (or an unused one), given to it with no row judged. */
-static SchedAdmitMemo *
-memo_for(SchedAdmitMemos *set, const SchedPlacement *p, int count)
+/* m, unused, given a copy of placement p (in its own context) and room for `count` rows. */
+static void
+memo_start(SchedAdmitMemos *set, SchedAdmitMemo *m, const SchedPlacement *p, int count)
 {
-	SchedAdmitMemo *m = NULL;
 	MemoryContext old;
-	int			i;
 
-	for (i = 0; i < SCHED_ADMIT_MEMOS; i++)
-		if (set->memos[i].cxt != NULL && sched_placement_same_shape(&set->memos[i].p, p))
-		{
-			m = &set->memos[i];
-			m->last_use = ++set->uses;
-			ensure_size(m, count);
-			return m;
-		}
-	for (i = 0; i < SCHED_ADMIT_MEMOS; i++)
-		if (m == NULL || set->memos[i].cxt == NULL || set->memos[i].last_use < m->last_use)
-		{
-			m = &set->memos[i];
-			if (m->cxt == NULL)
-				break;
-		}
 	if (m->cxt == NULL)
 		m->cxt = AllocSetContextCreate(set->parent, "pg_sched admission memo",
 									   ALLOCSET_SMALL_SIZES);
@@ -139,6 +121,32 @@ memo_for(SchedAdmitMemos *set, const SchedPlacement *p, int count)
 	MemoryContextSwitchTo(old);
 	ensure_size(m, count);
 	m->last_use = ++set->uses;
+}
+
+/* The memo of p's shape, with room for `count` rows: one that holds it, else the least
+ * recently used (or an unused one), given to it with no row judged. */
+static SchedAdmitMemo *
+memo_for(SchedAdmitMemos *set, const SchedPlacement *p, int count)
+{
+	SchedAdmitMemo *m = NULL;
+	int			i;
+
+	for (i = 0; i < SCHED_ADMIT_MEMOS; i++)
+		if (set->memos[i].cxt != NULL && sched_placement_same_shape(&set->memos[i].p, p))
+		{
+			m = &set->memos[i];
+			m->last_use = ++set->uses;
+			ensure_size(m, count);
+			return m;
+		}
+	for (i = 0; i < SCHED_ADMIT_MEMOS; i++)
+		if (m == NULL || set->memos[i].cxt == NULL || set->memos[i].last_use < m->last_use)
+		{
+			m = &set->memos[i];
+			if (m->cxt == NULL)
+				break;
+		}
+	memo_start(set, m, p, count);
 	return m;
 }
 
@@ -177,6 +185,27 @@ sched_admit_memos_admit(SchedAdmitMemos *set, const SchedFleet *fleet,
 		n++;
 	}
 	return n;
+}
+
+void
+sched_admit_memos_copy(SchedAdmitMemos *dst, const SchedAdmitMemos *src)
+{
+	int			i;
+
+	sched_admit_memos_reset(dst);
+	for (i = 0; i < SCHED_ADMIT_MEMOS; i++)
+	{
+		const SchedAdmitMemo *f = &src->memos[i];
+		SchedAdmitMemo *t = &dst->memos[i];
+
+		if (f->cxt == NULL)
+			continue;
+		memo_start(dst, t, &f->p, f->size);
+		memcpy(t->state, f->state, sizeof(uint8) * f->size);
+		memcpy(t->matches, f->matches, sizeof(int32) * f->size);
+		t->last_use = f->last_use;
+	}
+	dst->uses = src->uses;
 }
 
 void

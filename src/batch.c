@@ -7,7 +7,9 @@
  * A batch (SchedBatch) lives as long as one dispatch_next call, in the call's memory.
  * Its fleets are read through the fleet mirror (fleet_mirror.c) with a snapshot that
  * sees the transaction's own writes, so the batch's deferred reservations are written
- * before any new fleet is read.  After every locked re-read of a pair its counters and
+ * before any new fleet is read.  A fleet from the mirror is borrowed (its rows and
+ * admission memos are the mirror's) until the batch changes it; then the batch copies
+ * both (ensure_own), so a call that places one request copies nothing.  After every locked re-read of a pair its counters and
  * states are copied into every fleet row of that node and worker
  * (sched_batch_update_rows): the cached values only steer ranking; admission is always
  * re-checked on the locked rows (reservation.c).
@@ -31,6 +33,7 @@
 
 static void index_by_node(SchedBatchFleet *e);
 static SchedFleetRow *row_of_node(SchedBatchFleet *e, const char *node_id);
+static void apply_update(SchedBatchFleet *e, const SchedFleetRow *fresh);
 
 /*
  * What a reservation writes, written once for both forms below (one reservation, a
@@ -377,6 +380,33 @@ sched_batch_defer(SchedBatch *batch, const SchedReservationWrite *r)
 	MemoryContextSwitchTo(old);
 }
 
+/* e's rows made the batch's own (a copy of the mirror's), with the changes recorded
+ * while they were borrowed applied. */
+static void
+ensure_own(SchedBatch *cache, SchedBatchFleet *e)
+{
+	MemoryContext old;
+	SchedFleetRow *rows;
+	const SchedAdmitMemos *memos;
+	int			k;
+
+	if (!e->borrowed)
+		return;
+	old = MemoryContextSwitchTo(cache->cxt);
+	rows = palloc(sizeof(SchedFleetRow) * Max(e->fleet.count, 1));
+	memcpy(rows, e->fleet.rows, sizeof(SchedFleetRow) * e->fleet.count);
+	memos = sched_fleet_mirror_memos(&e->fleet);
+	if (memos != NULL)
+		sched_admit_memos_copy(&e->memos, memos);	/* the same rows, at the same indexes */
+	e->fleet.rows = rows;
+	e->borrowed = false;
+	index_by_node(e);
+	MemoryContextSwitchTo(old);
+	for (k = 0; k < e->nupdates; k++)
+		apply_update(e, &e->updates[k]);
+	e->nupdates = 0;
+}
+
 SchedFleet *
 sched_batch_fleet(SchedBatch *cache, const char *capability, bool all_nodes)
 {
@@ -387,7 +417,15 @@ sched_batch_fleet(SchedBatch *cache, const char *capability, bool all_nodes)
 	for (i = 0; i < cache->count; i++)
 		if (cache->entries[i].all_nodes == all_nodes &&
 			strcmp(cache->entries[i].capability, capability) == 0)
-			return &cache->entries[i].fleet;
+		{
+			e = &cache->entries[i];
+			if (e->nupdates > 0)
+				ensure_own(cache, e);
+			return &e->fleet;
+		}
+	/* the new read may patch the mirror's rows in place: borrowed rows are copied first */
+	for (i = 0; i < cache->count; i++)
+		ensure_own(cache, &cache->entries[i]);
 	/* the new read must see the batch's reservations: write them first */
 	sched_batch_flush(cache);
 	old = MemoryContextSwitchTo(cache->cxt);
@@ -403,11 +441,16 @@ sched_batch_fleet(SchedBatch *cache, const char *capability, bool all_nodes)
 	sched_admit_memos_init(&e->memos, cache->cxt);
 	e->capability = pstrdup(capability);
 	e->all_nodes = all_nodes;
-	sched_fleet_read(capability,
-					 SCHED_FLEET_FRESH | SCHED_FLEET_LABELS | SCHED_FLEET_COPY |
-					 (all_nodes ? SCHED_FLEET_ALL_NODES : 0),
-					 NULL, &e->fleet);
-	index_by_node(e);
+	if (!all_nodes && sched_fleet_mirror_read(capability, true, &e->fleet))
+		e->borrowed = true;
+	else
+	{
+		sched_fleet_load(capability,
+						 SCHED_FLEET_FRESH | SCHED_FLEET_LABELS |
+						 (all_nodes ? SCHED_FLEET_ALL_NODES : 0),
+						 NULL, &e->fleet);
+		index_by_node(e);
+	}
 	if (e->fleet.count > cache->ranked_size)
 	{
 		cache->ranked_size = e->fleet.count;
@@ -417,6 +460,29 @@ sched_batch_fleet(SchedBatch *cache, const char *capability, bool all_nodes)
 	}
 	MemoryContextSwitchTo(old);
 	return &e->fleet;
+}
+
+/* The batch's entry of `fleet`, or NULL. */
+static SchedBatchFleet *
+entry_of(SchedBatch *cache, const SchedFleet *fleet)
+{
+	int			i;
+
+	for (i = 0; cache != NULL && i < cache->count; i++)
+		if (&cache->entries[i].fleet == fleet)
+			return &cache->entries[i];
+	return NULL;
+}
+
+void
+sched_batch_mark_busy(SchedBatch *cache, SchedFleet *fleet, int index)
+{
+	SchedBatchFleet *e = entry_of(cache, fleet);
+
+	if (e != NULL)
+		ensure_own(cache, e);
+	fleet->rows[index].busy = true;
+	fleet->busy_count++;
 }
 
 void
@@ -459,12 +525,50 @@ int
 sched_batch_admit(SchedBatch *cache, SchedFleet *fleet, const SchedPlacement *p,
 				  SchedRanked *out)
 {
-	int			i;
+	SchedBatchFleet *e = entry_of(cache, fleet);
 
-	for (i = 0; cache != NULL && i < cache->count; i++)
-		if (&cache->entries[i].fleet == fleet)
-			return sched_admit_memos_admit(&cache->entries[i].memos, fleet, p, out);
+	if (e != NULL && e->nupdates > 0)
+		ensure_own(cache, e);
+	if (e != NULL && !e->borrowed)
+		return sched_admit_memos_admit(&e->memos, fleet, p, out);
+	/* borrowed rows are the mirror's as they are: its memos hold */
 	return sched_fleet_mirror_admit(fleet, p, out);
+}
+
+/* Copies what `fresh` says of its node and worker into e's row of that node (own rows). */
+static void
+apply_update(SchedBatchFleet *e, const SchedFleetRow *fresh)
+{
+	SchedFleetRow *r = row_of_node(e, fresh->c.node_id);
+	SchedCandidate *c;
+
+	Assert(!e->borrowed);
+	if (r == NULL)
+		return;
+	sched_admit_memos_forget(&e->memos, (int) (r - e->fleet.rows));
+	c = &r->c;
+	/* node fields: shared by the node's workers of every capability */
+	c->management_status = fresh->c.management_status;
+	c->cpu_millis = fresh->c.cpu_millis;
+	c->memory_mb = fresh->c.memory_mb;
+	c->gpus = fresh->c.gpus;
+	c->weight = fresh->c.weight;
+	c->reserved_cpu_millis = fresh->c.reserved_cpu_millis;
+	c->reserved_memory_mb = fresh->c.reserved_memory_mb;
+	c->reserved_gpus = fresh->c.reserved_gpus;
+	c->node_live_attempts = fresh->c.node_live_attempts;
+	/* worker fields: only the row of that worker (labels and versions, which live
+	 * in the caller's memory, are not copied) */
+	if (c->has_worker && memcmp(&r->worker_id, &fresh->worker_id, sizeof(pg_uuid_t)) == 0)
+	{
+		c->runtime_state = fresh->c.runtime_state;
+		c->scheduling_status = fresh->c.scheduling_status;
+		c->has_heartbeat = fresh->c.has_heartbeat;
+		c->last_heartbeat = fresh->c.last_heartbeat;
+		c->slots = fresh->c.slots;
+		c->worker_live_attempts = fresh->c.worker_live_attempts;
+		r->generation = fresh->generation;
+	}
 }
 
 void
@@ -476,35 +580,31 @@ sched_batch_update_rows(SchedBatch *cache, const SchedFleetRow *fresh)
 		return;
 	for (i = 0; i < cache->count; i++)
 	{
-		SchedFleetRow *r = row_of_node(&cache->entries[i], fresh->c.node_id);
-		SchedCandidate *c;
+		SchedBatchFleet *e = &cache->entries[i];
+		MemoryContext old;
 
-		if (r == NULL)
-			continue;
-		sched_admit_memos_forget(&cache->entries[i].memos, (int) (r - cache->entries[i].fleet.rows));
-		c = &r->c;
-		/* node fields: shared by the node's workers of every capability */
-		c->management_status = fresh->c.management_status;
-		c->cpu_millis = fresh->c.cpu_millis;
-		c->memory_mb = fresh->c.memory_mb;
-		c->gpus = fresh->c.gpus;
-		c->weight = fresh->c.weight;
-		c->reserved_cpu_millis = fresh->c.reserved_cpu_millis;
-		c->reserved_memory_mb = fresh->c.reserved_memory_mb;
-		c->reserved_gpus = fresh->c.reserved_gpus;
-		c->node_live_attempts = fresh->c.node_live_attempts;
-		/* worker fields: only the row of that worker (labels and versions, which live
-		 * in the caller's memory, are not copied) */
-		if (c->has_worker && memcmp(&r->worker_id, &fresh->worker_id, sizeof(pg_uuid_t)) == 0)
+		if (!e->borrowed)
 		{
-			c->runtime_state = fresh->c.runtime_state;
-			c->scheduling_status = fresh->c.scheduling_status;
-			c->has_heartbeat = fresh->c.has_heartbeat;
-			c->last_heartbeat = fresh->c.last_heartbeat;
-			c->slots = fresh->c.slots;
-			c->worker_live_attempts = fresh->c.worker_live_attempts;
-			r->generation = fresh->generation;
+			apply_update(e, fresh);
+			continue;
 		}
+		/* recorded (its scalars, and its node_id copied) for the copy */
+		old = MemoryContextSwitchTo(cache->cxt);
+		if (e->nupdates == e->updates_size)
+		{
+			e->updates_size = Max(8, e->updates_size * 2);
+			e->updates = e->updates == NULL
+				? palloc(sizeof(SchedFleetRow) * e->updates_size)
+				: repalloc(e->updates, sizeof(SchedFleetRow) * e->updates_size);
+		}
+		e->updates[e->nupdates] = *fresh;
+		e->updates[e->nupdates].c.node_id = pstrdup(fresh->c.node_id);
+		e->updates[e->nupdates].c.labels.count = 0;
+		e->updates[e->nupdates].c.labels.items = NULL;
+		e->updates[e->nupdates].c.version_count = 0;
+		e->updates[e->nupdates].c.versions = NULL;
+		e->nupdates++;
+		MemoryContextSwitchTo(old);
 	}
 }
 

@@ -268,7 +268,6 @@ static struct
 	int64		rows_reread;
 	int64		bypassed;
 	int64		losses;
-	int64		memo_admissions;
 } M;
 
 static void
@@ -910,18 +909,25 @@ sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
 	return true;
 }
 
-int
-sched_fleet_mirror_admit(const SchedFleet *fleet, const SchedPlacement *p, SchedRanked *out)
+const SchedAdmitMemos *
+sched_fleet_mirror_memos(const SchedFleet *fleet)
 {
 	int			k;
 
 	for (k = 0; k < M.ncaps; k++)
 		if (M.caps[k].fleet.rows == fleet->rows && M.caps[k].fleet.count == fleet->count)
-		{
-			M.memo_admissions++;
-			return sched_admit_memos_admit(&M.caps[k].memos, fleet, p, out);
-		}
-	return sched_fleet_admit(p, fleet, out);
+			return &M.caps[k].memos;
+	return NULL;
+}
+
+int
+sched_fleet_mirror_admit(const SchedFleet *fleet, const SchedPlacement *p, SchedRanked *out)
+{
+	const SchedAdmitMemos *memos = sched_fleet_mirror_memos(fleet);
+
+	if (memos == NULL)
+		return sched_fleet_admit(p, fleet, out);
+	return sched_admit_memos_admit((SchedAdmitMemos *) memos, fleet, p, out);
 }
 
 /* This backend's mirror, for sched._fleet_mirror_stats() (diagnostics.c). */

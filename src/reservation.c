@@ -695,8 +695,7 @@ place_request(const SchedRequestRow *req, const SchedPlacementArgs *args, bool m
 			 */
 			if (cache != NULL && !may_wait)
 			{
-				fleet->rows[ranked[i].index].busy = true;
-				fleet->busy_count++;
+				sched_batch_mark_busy(cache, fleet, ranked[i].index);
 			}
 			if (!TransactionIdIsValid(locker))
 				holds_pair = true;	/* the skip-locked join may have kept the worker row */
