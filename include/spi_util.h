@@ -5,6 +5,7 @@
 #define PG_SCHED_SPI_UTIL_H
 
 #include "access/genam.h"
+#include "nodes/lockoptions.h"
 #include "executor/spi.h"
 #include "utils/resowner.h"
 #include "utils/uuid.h"
@@ -72,12 +73,36 @@ typedef struct SchedIndexScan
 	Relation	index;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
+	LOCKMODE	lockmode;		/* the table's */
+	Snapshot	own_snapshot;	/* registered by sched_index_lock_row, or NULL */
 } SchedIndexScan;
 
 extern void sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
 								   Snapshot snapshot, ScanKeyData *keys, int nkeys);
 extern bool sched_index_scan_next(SchedIndexScan *s);
 extern void sched_index_scan_end(SchedIndexScan *s);
+
+/*
+ * What SELECT ... FOR <mode> [SKIP LOCKED] of one row, found by the equality keys on a
+ * unique index, does, in C: the table opened with RowShareLock, this transaction's own
+ * writes made visible (CommandCounterIncrement) and the row read with the snapshot a
+ * statement would take now, then its newest version locked, waiting for the
+ * transaction that holds it (wait) or not.  Under REPEATABLE READ and SERIALIZABLE a
+ * row changed since the transaction's snapshot fails with 40001, as the statement
+ * would.  SCHED_ROW_LOCKED: the locked version is in s->slot until sched_index_scan_end;
+ * SCHED_ROW_BUSY: another transaction holds it (only without wait); SCHED_ROW_GONE: no
+ * such row (or it was deleted).  End the scan with sched_index_scan_end in every case.
+ */
+typedef enum SchedRowLockResult
+{
+	SCHED_ROW_LOCKED,
+	SCHED_ROW_BUSY,
+	SCHED_ROW_GONE
+} SchedRowLockResult;
+
+extern SchedRowLockResult sched_index_lock_row(SchedIndexScan *s, const char *table,
+											   const char *index, ScanKeyData *keys,
+											   int nkeys, LockTupleMode mode, bool wait);
 
 /* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
 extern Datum sched_spi_get(int row, int col, bool *isnull);

@@ -101,19 +101,33 @@ static SchedStatement request_head = {
 };
 
 /* the execution, locked shared (the attempt of the step is read by existing_attempt) */
-#define EXECUTION_SHARE \
-	"SELECT e.status FROM sched.execution e " \
-	" WHERE e.execution_id OPERATOR(pg_catalog.=) $1 FOR SHARE OF e"
+/*
+ * The execution's row locked FOR SHARE (SELECT ... FOR SHARE [SKIP LOCKED], in C: one
+ * statement fewer per dispatch), waiting for a transaction that holds it or not: its
+ * status (palloc'd) into *status, true; false when another transaction holds it and
+ * !wait, or it does not exist.  Like the statement, it makes this transaction's own
+ * writes visible first (existing_attempt reads with the snapshot that follows).
+ */
+static bool
+lock_execution_share(const pg_uuid_t *execution_id, bool wait, char **status)
+{
+	SchedIndexScan scan;
+	ScanKeyData key;
+	bool		locked;
 
-static SchedStatement execution_share = {
-	EXECUTION_SHARE, 1, {UUIDOID},
-	.keyed = true
-};
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(execution_id));
+	locked = sched_index_lock_row(&scan, "execution", "execution_pkey", &key, 1,
+								  LockTupleShare, wait) == SCHED_ROW_LOCKED;
+	if (locked)
+	{
+		bool		isnull;
+		Datum		d = slot_getattr(scan.slot, sched_column_of(scan.rel, "status"), &isnull);
 
-static SchedStatement execution_share_skip = {
-	EXECUTION_SHARE " SKIP LOCKED", 1, {UUIDOID},
-	.keyed = true
-};
+		*status = isnull ? NULL : TextDatumGetCString(d);
+	}
+	sched_index_scan_end(&scan);
+	return locked;
+}
 
 /*
  * The local transaction in which this backend last took a dispatch lock (a step lock or
@@ -246,7 +260,7 @@ set_outcome(SchedDispatchResult *res, const char *outcome, char *detail)
  * The attempt of (step_id, attempt_number), if one exists: into res (attempt, node,
  * worker, lease version, score), true.  Read through the unique index
  * attempt_one_per_step_attempt, on the snapshot a statement would take now (the
- * execution_share just run made this transaction's own writes visible), so the read
+ * execution's lock just taken made this transaction's own writes visible), so the read
  * costs one index probe however large sched.attempt has grown and whatever the planner
  * would have chosen for a table that was empty when its plan was made (a statement
  * joined to sched.attempt, planned against an empty table and kept, scanned the whole
@@ -969,11 +983,8 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 		if (!claimed_by_other)
 			held[nheld++] = x->req.request_id;
 
-		v[0] = UUIDPGetDatum(&x->req.execution_id);
-		sched_spi_exec(&execution_share_skip, v, NULL, false, 1, SPI_OK_SELECT);
-		if (SPI_processed == 0)
+		if (!lock_execution_share(&x->req.execution_id, false, &status))
 			return busy(from_queue, res);
-		status = sched_spi_text(0, 1);
 		{
 			SchedDispatchResult probe;
 
@@ -1150,12 +1161,8 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	}
 
 	/* 4. the execution, shared: refuse closed ones */
-	v[0] = UUIDPGetDatum(&req.execution_id);
-	sched_spi_exec(may_wait ? &execution_share : &execution_share_skip, v, NULL, false, 1,
-				   SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (!lock_execution_share(&req.execution_id, may_wait, &status))
 		return busy(from_queue, res);	/* locked by cancel/complete (it exists: submit made it) */
-	status = sched_spi_text(0, 1);
 	if (!execution_takes_work(status))
 	{
 		/* a closed execution dispatches nothing more: its open request is cancelled */

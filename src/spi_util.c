@@ -253,9 +253,9 @@ sched_column_of(Relation rel, const char *name)
 	return InvalidAttrNumber;	/* keep compiler quiet */
 }
 
-void
-sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
-					   Snapshot snapshot, ScanKeyData *keys, int nkeys)
+static void
+index_scan_open(SchedIndexScan *s, const char *table, const char *index, Snapshot snapshot,
+				ScanKeyData *keys, int nkeys, LOCKMODE lockmode)
 {
 	Oid			nsp = get_namespace_oid("sched", false);
 	Oid			relid = get_relname_relid(table, nsp);
@@ -263,11 +263,70 @@ sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
 
 	if (!OidIsValid(relid) || !OidIsValid(indexid))
 		elog(ERROR, "pg_sched: sched.%s or its index %s is missing", table, index);
-	s->rel = table_open(relid, AccessShareLock);
+	s->lockmode = lockmode;
+	s->own_snapshot = NULL;
+	s->rel = table_open(relid, lockmode);
 	s->index = index_open(indexid, AccessShareLock);
 	s->slot = table_slot_create(s->rel, NULL);
 	s->scan = index_beginscan(s->rel, s->index, snapshot, nkeys, 0);
 	index_rescan(s->scan, keys, nkeys, NULL, 0);
+}
+
+void
+sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
+					   Snapshot snapshot, ScanKeyData *keys, int nkeys)
+{
+	index_scan_open(s, table, index, snapshot, keys, nkeys, AccessShareLock);
+}
+
+SchedRowLockResult
+sched_index_lock_row(SchedIndexScan *s, const char *table, const char *index,
+					 ScanKeyData *keys, int nkeys, LockTupleMode mode, bool wait)
+{
+	Snapshot	snapshot;
+	ItemPointerData tid;
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	index_scan_open(s, table, index, snapshot, keys, nkeys, RowShareLock);
+	s->own_snapshot = snapshot;
+	if (!index_getnext_slot(s->scan, ForwardScanDirection, s->slot))
+		return SCHED_ROW_GONE;
+	tid = s->slot->tts_tid;
+	/* as ExecLockRows: the newest version under READ COMMITTED, none other after */
+	result = table_tuple_lock(s->rel, &tid, snapshot, s->slot, GetCurrentCommandId(true),
+							  mode, wait ? LockWaitBlock : LockWaitSkip,
+							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+							  &tmfd);
+	switch (result)
+	{
+		case TM_Ok:
+			return SCHED_ROW_LOCKED;
+		case TM_WouldBlock:
+			return SCHED_ROW_BUSY;
+		case TM_Deleted:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent delete")));
+			return SCHED_ROW_GONE;
+		case TM_Updated:
+			/* (only without TUPLE_LOCK_FLAG_FIND_LAST_VERSION) */
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update")));
+			break;
+		case TM_SelfModified:
+			/* changed by this transaction after the snapshot: not after the increment */
+			elog(ERROR, "pg_sched: sched.%s row changed by this command", table);
+			break;
+		default:
+			elog(ERROR, "pg_sched: unexpected result %d locking a row of sched.%s",
+				 (int) result, table);
+	}
+	return SCHED_ROW_GONE;		/* keep compiler quiet */
 }
 
 bool
@@ -282,5 +341,8 @@ sched_index_scan_end(SchedIndexScan *s)
 	index_endscan(s->scan);
 	ExecDropSingleTupleTableSlot(s->slot);
 	index_close(s->index, AccessShareLock);
-	table_close(s->rel, AccessShareLock);
+	/* a table whose row was locked keeps its lock to the transaction's end */
+	table_close(s->rel, s->lockmode == AccessShareLock ? AccessShareLock : NoLock);
+	if (s->own_snapshot != NULL)
+		UnregisterSnapshot(s->own_snapshot);
 }
