@@ -17,10 +17,13 @@
 
 #include "access/heapam.h"
 #include "access/multixact.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "utils/fmgroids.h"
 #include "common/hashfn.h"
 #include "storage/bufmgr.h"
 #include "storage/itemptr.h"
@@ -66,23 +69,6 @@ static SchedStatement fleet_all = {
 	1, {TEXTOID}, NULL, true
 };
 
-static SchedStatement pair_lock = {
-	FLEET_COLUMNS
-	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
-	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF w, n",
-	1, {UUIDOID},
-	.keyed = true
-};
-
-static SchedStatement pair_lock_skip = {
-	FLEET_COLUMNS
-	"  FROM sched.worker w JOIN sched.node n ON n.node_id OPERATOR(pg_catalog.=) w.node_id "
-	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF w, n SKIP LOCKED",
-	1, {UUIDOID},
-	.keyed = true
-};
-
-
 #define FC_COUNT FC_NODE_TID
 #define FLEET_CHUNK 512
 
@@ -102,17 +88,13 @@ text_is(Datum d, const char *s)
  * ones before each).  Without with_labels the node's labels are left empty.  Columns
  * after SCHED_FLEET_COLUMNS (at most 4) are ignored.
  */
-void
-sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
-				   const SchedPlacement *keys_of)
+/* Decodes the columns v/n of a fleet row (SCHED_FLEET_COLUMNS) into *r (as below). */
+static void
+decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels,
+			   const SchedPlacement *keys_of)
 {
 	SchedCandidate *c = &r->c;
-	Datum		v[FC_COUNT + 4];
-	bool		n[FC_COUNT + 4];
 
-	if (desc->natts > FC_COUNT + 4)
-		elog(ERROR, "pg_sched: a fleet row has %d columns", desc->natts);
-	heap_deform_tuple(tup, desc, v, n);
 #define COL(k) v[(k) - 1]
 #define NUL(k) n[(k) - 1]
 	memset(r, 0, sizeof(*r));
@@ -171,6 +153,19 @@ sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_la
 	r->worker_tid = *((ItemPointer) DatumGetPointer(COL(FC_WORKER_TID)));
 #undef COL
 #undef NUL
+}
+
+void
+sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
+				   const SchedPlacement *keys_of)
+{
+	Datum		v[FC_COUNT + 4];
+	bool		n[FC_COUNT + 4];
+
+	if (desc->natts > FC_COUNT + 4)
+		elog(ERROR, "pg_sched: a fleet row has %d columns", desc->natts);
+	heap_deform_tuple(tup, desc, v, n);
+	decode_columns(v, n, r, with_labels, keys_of);
 }
 
 void
@@ -325,17 +320,78 @@ sched_fleet_pair_locker(const SchedFleetRow *row)
 	return xid;
 }
 
+/* Column `name` of the row in slot (of relation rel) into v/n at fleet column k. */
+static void
+put_column(Relation rel, TupleTableSlot *slot, const char *name, int k, Datum *v, bool *n)
+{
+	v[k - 1] = slot_getattr(slot, sched_column_of(rel, name), &n[k - 1]);
+}
+
+/*
+ * What SELECT <SCHED_FLEET_COLUMNS> FROM worker w JOIN node n ... WHERE w.worker_id = $1
+ * FOR UPDATE OF w, n [SKIP LOCKED] did, in C (no statement per try): the worker's row
+ * locked first, then the row of the node it is on, each its newest version
+ * (sched_index_lock_row), the two locked in the order the statement locked them.
+ */
 bool
 sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row)
 {
-	Datum		arg = UUIDPGetDatum(worker_id);
+	SchedIndexScan ws;
+	SchedIndexScan ns;
+	ScanKeyData wkey;
+	ScanKeyData nkey;
+	Datum		v[FC_COUNT];
+	bool		n[FC_COUNT];
+	bool		isnull;
+	Datum		node_id;
+	ItemPointerData wtid;
+	ItemPointerData ntid;
+	bool		locked = false;
 
-	sched_spi_exec(skip_locked ? &pair_lock_skip : &pair_lock, &arg, NULL, false, 1,
-				   SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return false;
-	sched_fleet_decode(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, row, true, NULL);
-	return true;
+	ScanKeyInit(&wkey, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(worker_id));
+	if (sched_index_lock_row(&ws, "worker", "worker_pkey", &wkey, 1, LockTupleExclusive,
+							 !skip_locked) == SCHED_ROW_LOCKED)
+	{
+		node_id = slot_getattr(ws.slot, sched_column_of(ws.rel, "node_id"), &isnull);
+		ScanKeyInit(&nkey, 1, BTEqualStrategyNumber, F_TEXTEQ, node_id);
+		nkey.sk_collation = C_COLLATION_OID;	/* node_id's */
+		if (!isnull &&
+			sched_index_lock_row(&ns, "node", "node_pkey", &nkey, 1, LockTupleExclusive,
+								 !skip_locked) == SCHED_ROW_LOCKED)
+		{
+			memset(n, 0, sizeof(n));
+			put_column(ns.rel, ns.slot, "node_id", FC_NODE_ID, v, n);
+			put_column(ns.rel, ns.slot, "management_status", FC_MGMT, v, n);
+			put_column(ns.rel, ns.slot, "labels", FC_LABELS, v, n);
+			put_column(ns.rel, ns.slot, "cpu_millis", FC_CPU, v, n);
+			put_column(ns.rel, ns.slot, "memory_mb", FC_MEM, v, n);
+			put_column(ns.rel, ns.slot, "gpus", FC_GPUS, v, n);
+			put_column(ns.rel, ns.slot, "weight", FC_WEIGHT, v, n);
+			put_column(ns.rel, ns.slot, "reserved_cpu_millis", FC_RES_CPU, v, n);
+			put_column(ns.rel, ns.slot, "reserved_memory_mb", FC_RES_MEM, v, n);
+			put_column(ns.rel, ns.slot, "reserved_gpus", FC_RES_GPUS, v, n);
+			put_column(ns.rel, ns.slot, "live_attempts", FC_NODE_LIVE, v, n);
+			put_column(ws.rel, ws.slot, "worker_id", FC_WORKER_ID, v, n);
+			put_column(ws.rel, ws.slot, "runtime_state", FC_RUNTIME, v, n);
+			put_column(ws.rel, ws.slot, "scheduling_status", FC_SCHEDULING, v, n);
+			put_column(ws.rel, ws.slot, "last_heartbeat", FC_HEARTBEAT, v, n);
+			put_column(ws.rel, ws.slot, "capability_versions", FC_VERSIONS, v, n);
+			put_column(ws.rel, ws.slot, "slots", FC_SLOTS, v, n);
+			put_column(ws.rel, ws.slot, "live_attempts", FC_WORKER_LIVE, v, n);
+			put_column(ws.rel, ws.slot, "generation", FC_GENERATION, v, n);
+			/* the versions locked, as the statement's ctid columns gave them */
+			wtid = ws.slot->tts_tid;
+			ntid = ns.slot->tts_tid;
+			v[FC_WORKER_TID - 1] = PointerGetDatum(&wtid);
+			v[FC_NODE_TID - 1] = PointerGetDatum(&ntid);
+			decode_columns(v, n, row, true, NULL);
+			locked = true;
+		}
+		if (!isnull)
+			sched_index_scan_end(&ns);
+	}
+	sched_index_scan_end(&ws);
+	return locked;
 }
 
 int
