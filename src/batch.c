@@ -9,10 +9,10 @@
  * sees the transaction's own writes, so the batch's deferred reservations are written
  * before any new fleet is read.  A fleet from the mirror is borrowed (its rows and
  * admission memos are the mirror's) until the batch changes it; then the batch copies
- * both (ensure_own), so a call that places one request copies nothing.  After every locked re-read of a pair its counters and
- * states are copied into every fleet row of that node and worker
- * (sched_batch_update_rows): the cached values only steer ranking; admission is always
- * re-checked on the locked rows (reservation.c).
+ * both (ensure_own), so a call that places one request copies nothing.  After every
+ * locked re-read of a pair its counters and states are copied into every fleet row of
+ * that node and worker (sched_batch_update_rows): the cached values only steer ranking;
+ * admission is always re-checked on the locked rows (reservation.c).
  *
  * Deferred writes: the batch holds at most SCHED_BATCH_MAX reservations, then writes
  * them in one statement; the call must write the rest (sched_batch_flush) before it
@@ -423,8 +423,9 @@ sched_batch_fleet(SchedBatch *cache, const char *capability, bool all_nodes)
 				ensure_own(cache, e);
 			return &e->fleet;
 		}
-	/* the new read may patch the mirror's rows in place: borrowed rows are copied first */
-	for (i = 0; i < cache->count; i++)
+	/* a read from the mirror may patch its rows in place: borrowed rows are copied
+	 * first (a read of every node comes from the tables) */
+	for (i = 0; !all_nodes && i < cache->count; i++)
 		ensure_own(cache, &cache->entries[i]);
 	/* the new read must see the batch's reservations: write them first */
 	sched_batch_flush(cache);

@@ -83,12 +83,10 @@ text_is(Datum d, const char *s)
 }
 
 /*
- * Decodes tuple `tup` of a fleet read into *r (strings copied into CurrentMemoryContext).
- * The tuple is deformed once (fetching columns one by one re-walks the variable-length
- * ones before each).  Without with_labels the node's labels are left empty.  Columns
- * after SCHED_FLEET_COLUMNS (at most 4) are ignored.
+ * Decodes the columns v/n of a fleet row (SCHED_FLEET_COLUMNS, 1-based as FC_*) into *r
+ * (strings copied into CurrentMemoryContext).  Without with_labels the node's labels are
+ * left empty.
  */
-/* Decodes the columns v/n of a fleet row (SCHED_FLEET_COLUMNS) into *r (as below). */
 static void
 decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels,
 			   const SchedPlacement *keys_of)
@@ -155,6 +153,11 @@ decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels
 #undef NUL
 }
 
+/*
+ * Decodes tuple `tup` of a fleet read into *r, as decode_columns.  The tuple is deformed
+ * once (fetching columns one by one re-walks the variable-length ones before each).
+ * Columns after SCHED_FLEET_COLUMNS (at most 4) are ignored.
+ */
 void
 sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
 				   const SchedPlacement *keys_of)

@@ -909,8 +909,9 @@ sched_fleet_mirror_read(const char *capability, bool fresh, SchedFleet *fleet)
 	return true;
 }
 
-const SchedAdmitMemos *
-sched_fleet_mirror_memos(const SchedFleet *fleet)
+/* The memos of the capability whose rows `fleet` is, as the mirror has them now, or NULL. */
+static SchedAdmitMemos *
+memos_of(const SchedFleet *fleet)
 {
 	int			k;
 
@@ -920,14 +921,20 @@ sched_fleet_mirror_memos(const SchedFleet *fleet)
 	return NULL;
 }
 
+const SchedAdmitMemos *
+sched_fleet_mirror_memos(const SchedFleet *fleet)
+{
+	return memos_of(fleet);
+}
+
 int
 sched_fleet_mirror_admit(const SchedFleet *fleet, const SchedPlacement *p, SchedRanked *out)
 {
-	const SchedAdmitMemos *memos = sched_fleet_mirror_memos(fleet);
+	SchedAdmitMemos *memos = memos_of(fleet);
 
 	if (memos == NULL)
 		return sched_fleet_admit(p, fleet, out);
-	return sched_admit_memos_admit((SchedAdmitMemos *) memos, fleet, p, out);
+	return sched_admit_memos_admit(memos, fleet, p, out);
 }
 
 /* This backend's mirror, for sched._fleet_mirror_stats() (diagnostics.c). */

@@ -100,7 +100,6 @@ static SchedStatement request_head = {
 	.keyed = true
 };
 
-/* the execution, locked shared (the attempt of the step is read by existing_attempt) */
 /*
  * The execution's row locked FOR SHARE (SELECT ... FOR SHARE [SKIP LOCKED], in C: one
  * statement fewer per dispatch), waiting for a transaction that holds it or not: its

@@ -63,21 +63,18 @@ emit_ranked(FunctionCallInfo fcinfo, const SchedPlacementArgs *args, bool full, 
 
 	connect_spi();
 	sched_fleet_read(args->p.capability, sched_fleet_flags_for(&args->p, false), &args->p, &fleet);
-	if (args->spread_key != NULL)
-	{
-		/* the spread term, counted beside the fleet, then the order */
-		ranked = palloc(sizeof(SchedRanked) * Max(fleet.count, 1));
-		n = sched_fleet_mirror_admit(&fleet, &args->p, ranked);
-		sched_spread_count(args->spread_key, false, &fleet, &spread);
-		sched_spread_score(&spread, ranked, n);
-		sched_rank(ranked, n);
-	}
-	else if (limit == 1)
+	if (args->spread_key == NULL && limit == 1)
 		ranked = best_of(&args->p, &fleet, &n);
 	else
 	{
 		ranked = palloc(sizeof(SchedRanked) * Max(fleet.count, 1));
 		n = sched_fleet_mirror_admit(&fleet, &args->p, ranked);
+		if (args->spread_key != NULL)
+		{
+			/* the spread term, counted beside the fleet, then the order */
+			sched_spread_count(args->spread_key, false, &fleet, &spread);
+			sched_spread_score(&spread, ranked, n);
+		}
 		sched_rank(ranked, n);
 	}
 	for (i = 0; i < n && (limit <= 0 || i < limit); i++)

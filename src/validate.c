@@ -620,9 +620,7 @@ enum
 
 #define REQUEST_COLUMNS \
 	"SELECT r.request_id, r.execution_id, r.step_id, r.attempt_number, r.tenant, r.state, " \
-	"       r.claim_id, r.claimed_until, r.tries, r.capability, r.capability_version, " \
-	"       r.required_labels, r.preferred_labels, r.min_cpu_millis, r.min_memory_mb, " \
-	"       r.min_gpus, r.reserve_cpu_millis, r.reserve_memory_mb, r.reserve_gpus, r.node_id, " \
+	"       r.claim_id, r.claimed_until, r.tries, " SCHED_PLACEMENT_COLUMNS("r") ", " \
 	"       r.available_at, r.avoid_node_id, r.last_reason " \
 	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1"
 #define REQUEST_COLUMNS_0_2 \
