@@ -76,6 +76,11 @@ PG_FUNCTION_INFO_V1(sched_dispatch_next_0_2);
 /* shapes judged before the scan; a call that finds more judges the rest as it meets them */
 #define SHAPES_JUDGED_FIRST 256
 
+/* a call for at most this many judges the shapes as it meets them, until one waits
+ * (ShapeJudge.judged_up_front): for a few placements the statement that judges every
+ * shape would cost more than the placements gain from it */
+#define SHAPES_MET_FIRST_MAX 4
+
 /* ready(r, at): the shared predicate, with $at the scan's clock */
 #define READY(at) \
 	" r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) AND r.available_at OPERATOR(pg_catalog.<=) " at \
@@ -694,6 +699,18 @@ typedef struct ShapeJudge
 	HTAB	   *shapes;
 	int			placements;		/* placements the call made so far */
 	int			not_waiting;	/* judged shapes whose verdict is not WAITS */
+	/*
+	 * A call for more than SHAPES_MET_FIRST_MAX judges every shape with ready
+	 * requests before the scan.  A smaller call judges one shape with ready requests
+	 * first, then each shape as the scan meets it, until a shape waits for capacity;
+	 * from then on (judged_up_front) every shape with ready requests is judged, at
+	 * once, so that the scan leaves out all that wait and the call ends when none is
+	 * left.  Before that no shape is left out of the scan, so it never walks past
+	 * requests it will not try.  On a full fleet the first shape already waits, and
+	 * the call ends without locking or writing a request; a call that places what it
+	 * wants from shapes that fit never runs the statement of all shapes.
+	 */
+	bool		judged_up_front;
 	bool		all_known;		/* every shape with ready requests was judged up front */
 	SchedBatch *cache;
 	TimestampTz at;
@@ -788,11 +805,12 @@ shape_entry(ShapeJudge *j, int64 shape, int64 request_id, const SchedPlacementAr
 }
 
 /*
- * Judges, before the scan, every shape that has ready requests (at most
- * SHAPES_JUDGED_FIRST of them; j->all_known tells whether that was all).
+ * Judges the shapes that have ready requests, in the order of their ids: at most
+ * SHAPES_JUDGED_FIRST of them (j->all_known tells whether that was all), or with
+ * `first_only` only the first one (a look that locks and writes nothing).
  */
 static void
-judge_ready_shapes(ShapeJudge *j, QueueScan *q)
+judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
 {
 	Datum		v[5];
 	char		n[5] = {' ', ' ', ' ', ' ', ' '};
@@ -804,10 +822,14 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q)
 	v[0] = TimestampTzGetDatum(q->at);
 	v[1] = text_or_null(q->capability, &n[1]);
 	v[2] = text_or_null(q->tenant, &n[2]);
-	v[3] = Int32GetDatum(SHAPES_JUDGED_FIRST + 1);
+	v[3] = Int32GetDatum(first_only ? 1 : SHAPES_JUDGED_FIRST + 1);
 	v[4] = Int32GetDatum(q->tenant == NULL ? 1 : SHAPE_TENANT_LOOKAHEAD);
 	sched_spi_exec(&ready_shapes, v, n, false, 0, SPI_OK_SELECT);
-	j->all_known = SPI_processed <= SHAPES_JUDGED_FIRST;
+	if (!first_only)
+	{
+		j->judged_up_front = true;
+		j->all_known = SPI_processed <= SHAPES_JUDGED_FIRST;
+	}
 	count = (int) Min(SPI_processed, SHAPES_JUDGED_FIRST);
 	/* (decoded before the judging runs statements of its own) */
 	shapes = palloc(sizeof(int64) * Max(count, 1));
@@ -892,7 +914,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	judge.cache = cache;
 	judge.at = at;
-	judge_ready_shapes(&judge, &q);
+	judge_ready_shapes(&judge, &q, max_dispatches <= SHAPES_MET_FIRST_MAX);
 
 	while (dispatched < max_dispatches && scanned < (int64) max_dispatches * 4 + 64 &&
 		   !(judge.all_known && judge.not_waiting == 0 && waiting_shapes_skipped()))
@@ -908,6 +930,14 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		Datum		values[8];
 		bool		nulls[8];
 
+		/* the first shape met that waits: judge every shape now (see judged_up_front) */
+		if (!judge.judged_up_front &&
+			hash_get_num_entries(judge.shapes) > judge.not_waiting)
+		{
+			judge_ready_shapes(&judge, &q, false);
+			if (judge.all_known && judge.not_waiting == 0 && waiting_shapes_skipped())
+				break;			/* every shape waits: nothing to scan for */
+		}
 		q.want = max_dispatches - dispatched;
 		id = queue_next(&q, &t, &key, &shape, &ckey, &tname);
 		if (id < 0)
