@@ -161,3 +161,39 @@ SELECT outcome, request_id FROM sched.dispatch_next(100, at => '2026-01-01 12:01
 SELECT kind, attempt_number, capability, capability_version, execution_id, payload
   FROM sched.poll_commands('a0000000-0000-4000-8000-000000000001', 2, 100, at => '2026-01-01 12:01:18+00')
  WHERE step_id = '51000000-0000-4000-8000-000000000005' ORDER BY command_id;
+
+-- ---------------------------------------------------------------------------------
+-- A call for a few placements judges the shapes as it meets them, until one waits:
+-- the same outcomes (capability paint: a node and a worker of two slots of its own).
+-- ---------------------------------------------------------------------------------
+SELECT node_id FROM sched.upsert_node('n2', cpu_millis => 4000, memory_mb => 8192);
+SELECT worker_id FROM sched.register_worker('n2', 'paint', ARRAY['1.0'], slots => 2,
+    worker_id => 'a0000000-0000-4000-8000-000000000002', at => '2026-01-01 12:02:00+00');
+SELECT sched.submit('e2000000-0000-4000-8000-000000000001', '52000000-0000-4000-8000-000000000001',
+                    'paint', '1.0', reserve_memory_mb => 6000,
+                    available_at => '2026-01-01 12:02:01+00') AS p_big1 \gset
+SELECT sched.submit('e2000000-0000-4000-8000-000000000002', '52000000-0000-4000-8000-000000000002',
+                    'paint', '1.0', reserve_memory_mb => 6000,
+                    available_at => '2026-01-01 12:02:02+00') AS p_big2 \gset
+SELECT sched.submit('e2000000-0000-4000-8000-000000000003', '52000000-0000-4000-8000-000000000003',
+                    'paint', '1.0', reserve_memory_mb => 1000,
+                    available_at => '2026-01-01 12:02:03+00') AS p_small \gset
+-- the head of the queue first
+SELECT outcome, request_id = :p_big1 AS is_big1
+  FROM sched.dispatch_next(1, 'paint', at => '2026-01-01 12:02:10+00');
+-- big2 waits for memory: passed over untried and unwritten, and small, behind it, placed
+SELECT outcome, request_id = :p_small AS is_small
+  FROM sched.dispatch_next(1, 'paint', at => '2026-01-01 12:02:10+00');
+SELECT state, tries, available_at = queued_at AS in_place, last_reason
+  FROM sched.request WHERE request_id = :p_big2;
+-- both slots taken: the call tries nothing and neither locks nor writes a request row
+BEGIN;
+SELECT count(*) AS rows_returned FROM sched.dispatch_next(1, 'paint', at => '2026-01-01 12:02:10+00');
+SELECT count(*) AS request_rows_locked_or_written FROM sched.request
+ WHERE xmin = pg_current_xact_id()::xid OR xmax = pg_current_xact_id()::xid;
+COMMIT;
+-- with a slot and the memory free again, big2 is placed
+SELECT sched.finish_attempt(a.attempt_id, a.lease_version, 'SUCCEEDED', NULL, '2026-01-01 12:02:11+00')
+  FROM sched.attempt a WHERE a.request_id = :p_big1;
+SELECT outcome, request_id = :p_big2 AS is_big2
+  FROM sched.dispatch_next(1, 'paint', at => '2026-01-01 12:02:12+00');
