@@ -208,7 +208,7 @@ static SchedStatement ready_shapes = {
 	.generic_plan = true, .ordered = true
 };
 
-/* with a tenant, how many of a shape's first ready requests ready_shapes looks through */
+/* with a tenant, how many of a shape's last ready requests ready_shapes looks through */
 #define SHAPE_TENANT_LOOKAHEAD 64
 
 /* tenants with open requests (loose index scan, from the end of request_queue_idx, as
@@ -837,9 +837,9 @@ shape_entry(ShapeJudge *j, int64 shape, int64 request_id, const SchedPlacementAr
 }
 
 /*
- * Judges the shapes that have ready requests, in the order of their ids: at most
+ * Judges the shapes that have ready requests, from the highest id down: at most
  * SHAPES_JUDGED_FIRST of them (j->all_known tells whether that was all), or with
- * `first_only` only the first one (a look that locks and writes nothing).
+ * `first_only` only the first (a look that locks and writes nothing).
  */
 static void
 judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
@@ -873,6 +873,14 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
 	}
 	for (i = 0; i < count; i++)
 		(void) shape_entry(j, shapes[i], 0, &placements[i], q);
+}
+
+/* Whether every shape with ready requests is known to wait, so the scan would try
+ * none: the call ends. */
+static bool
+every_shape_waits(const ShapeJudge *j)
+{
+	return j->all_known && j->not_waiting == 0 && waiting_shapes_skipped();
 }
 
 /*
@@ -949,7 +957,7 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 	judge_ready_shapes(&judge, &q, max_dispatches <= SHAPES_MET_FIRST_MAX);
 
 	while (dispatched < max_dispatches && scanned < (int64) max_dispatches * 4 + 64 &&
-		   !(judge.all_known && judge.not_waiting == 0 && waiting_shapes_skipped()))
+		   !every_shape_waits(&judge))
 	{
 		QueueTenant *t;
 		SchedStepKey key;
@@ -967,8 +975,8 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 			hash_get_num_entries(judge.shapes) > judge.not_waiting)
 		{
 			judge_ready_shapes(&judge, &q, false);
-			if (judge.all_known && judge.not_waiting == 0 && waiting_shapes_skipped())
-				break;			/* every shape waits: nothing to scan for */
+			if (every_shape_waits(&judge))
+				break;			/* nothing to scan for */
 		}
 		q.want = max_dispatches - dispatched;
 		id = queue_next(&q, &t, &key, &shape, &ckey, &tname);
