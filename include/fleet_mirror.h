@@ -54,6 +54,7 @@ typedef struct SchedMirrorStats
 	int64		rows_reread;
 	int64		bypassed;
 	int64		losses;
+	int64		rows_patched;	/* counters taken from a row version (patch_counters) */
 } SchedMirrorStats;
 extern void sched_fleet_mirror_get_stats(SchedMirrorStats *out);
 

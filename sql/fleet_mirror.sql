@@ -74,8 +74,9 @@ DECLARE
 BEGIN
     SELECT * INTO now_ FROM sched._fleet_mirror_stats();
     SELECT * INTO was FROM last_stats;
-    result := format('full loads +%s, rows re-read +%s, bypassed +%s, losses +%s',
+    result := format('full loads +%s, rows re-read +%s, rows patched +%s, bypassed +%s, losses +%s',
                      now_.full_loads - was.full_loads, now_.rows_reread - was.rows_reread,
+                     now_.rows_patched - was.rows_patched,
                      now_.bypassed - was.bypassed, now_.losses - was.losses);
     DELETE FROM last_stats;
     INSERT INTO last_stats SELECT * FROM sched._fleet_mirror_stats();
@@ -188,10 +189,82 @@ SELECT pg_temp.same();
 SELECT node_id, score FROM sched.select_candidate('m', '1', required_labels => '{"zone": "a"}',
     heartbeat_ttl => '1 hour', at => '2024-01-01 12:00:30+00');
 -- a dispatch changes the counters of the node it reserves on
+SELECT pg_temp.did() IS NOT NULL AS reset_counters;
 SELECT sched.submit('22222222-0000-0000-0000-000000000001', '22222222-0000-0000-0000-0000000000a1',
     'm', '1', required_labels => '{"zone": "a"}', reserve_cpu_millis => 1500,
     available_at => '2024-01-01 12:00:30+00') IS NOT NULL AS submitted;
 SELECT outcome, node_id FROM sched.dispatch_next(1, at => '2024-01-01 12:00:30+00');
+SELECT pg_temp.same();
+
+-- ---------------------------------------------------------------------------------
+-- Updates of the counters alone (a reservation, the end of an attempt) are taken from
+-- the row version they wrote, without a statement: rows patched, none re-read.  Own
+-- changes are re-read while their transaction runs, and again when none committed.
+-- ---------------------------------------------------------------------------------
+-- the dispatch above: its node and its worker, patched once it committed
+SELECT pg_temp.did();
+-- a node's counters: its row in each capability ('m' and 'other')
+UPDATE sched.node SET reserved_cpu_millis = 1000, reserved_memory_mb = 10, reserved_gpus = 0,
+                      live_attempts = 1 WHERE node_id = 'n40';
+SELECT pg_temp.same();
+SELECT pg_temp.same('other');
+SELECT pg_temp.did();
+-- a worker's counter: its row in its capability only
+UPDATE sched.worker SET live_attempts = 1 WHERE node_id = 'n40' AND capability = 'other';
+SELECT pg_temp.same();
+SELECT pg_temp.same('other');
+SELECT pg_temp.did();
+-- two updates of one node in one transaction, and one by another statement since:
+-- the last version
+BEGIN;
+UPDATE sched.node SET live_attempts = 2 WHERE node_id = 'n02';
+UPDATE sched.node SET live_attempts = 3, reserved_cpu_millis = 2000 WHERE node_id = 'n02';
+COMMIT;
+UPDATE sched.node SET reserved_memory_mb = 64 WHERE node_id = 'n02';
+SELECT pg_temp.same();
+SELECT pg_temp.did();
+-- a counter changed with another column: re-read
+UPDATE sched.node SET live_attempts = 0, weight = 77 WHERE node_id = 'n02';
+SELECT pg_temp.same();
+SELECT pg_temp.did();
+-- own uncommitted counters are seen (re-read at each of the 2 reads of same()), and
+-- undone when rolled back (re-read once more)
+BEGIN;
+UPDATE sched.node SET reserved_cpu_millis = 3000 WHERE node_id = 'n04';
+SELECT pg_temp.same();
+ROLLBACK;
+SELECT pg_temp.same();
+SELECT pg_temp.did();
+-- a savepoint rolled back after a committed update of the same row: the version the
+-- committed one wrote
+BEGIN;
+UPDATE sched.node SET reserved_cpu_millis = 1000 WHERE node_id = 'n04';
+SAVEPOINT s;
+UPDATE sched.node SET reserved_cpu_millis = 3500 WHERE node_id = 'n04';
+SELECT pg_temp.same();
+ROLLBACK TO SAVEPOINT s;
+UPDATE sched.worker SET live_attempts = 1 WHERE node_id = 'n04' AND capability = 'm';
+SAVEPOINT t;
+UPDATE sched.worker SET live_attempts = 3 WHERE node_id = 'n04' AND capability = 'm';
+RELEASE SAVEPOINT t;
+COMMIT;
+SELECT pg_temp.same();
+SELECT reserved_cpu_millis, (SELECT live_attempts FROM sched.worker
+                              WHERE node_id = 'n04' AND capability = 'm') AS worker_live
+  FROM sched.node WHERE node_id = 'n04';
+SELECT pg_temp.did();
+-- every change rolled back: nothing to read again (the mirror never saw it)
+SELECT pg_temp.did() IS NOT NULL AS reset_counters;
+BEGIN;
+SET LOCAL sched.fleet_mirror = off;
+UPDATE sched.node SET reserved_cpu_millis = 3000 WHERE node_id = 'n06';
+ROLLBACK;
+SELECT pg_temp.same();
+SELECT pg_temp.did();
+-- back to what the counters were, for the tests below
+UPDATE sched.node SET reserved_cpu_millis = 0, reserved_memory_mb = 0, live_attempts = 0
+ WHERE node_id IN ('n02', 'n04', 'n40');
+UPDATE sched.worker SET live_attempts = 0 WHERE node_id IN ('n04', 'n40');
 SELECT pg_temp.same();
 
 -- ---------------------------------------------------------------------------------

@@ -608,12 +608,14 @@ Datum
 sched_fleet_mirror_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[9];
-	bool		nulls[9] = {0};
+	Datum		values[10];
+	bool		nulls[10] = {0};
 	SchedMirrorStats st;
 
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "pg_sched: _fleet_mirror_stats must return a record");
+	/* 0.1.0 declares the first 9 columns, 0.2.0 all 10 */
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE ||
+		(desc->natts != 9 && desc->natts != 10))
+		elog(ERROR, "pg_sched: _fleet_mirror_stats must return a record of 9 or 10 columns");
 	sched_fleet_mirror_get_stats(&st);
 	values[0] = BoolGetDatum(st.usable);
 	values[1] = Int32GetDatum(st.capabilities);
@@ -624,6 +626,7 @@ sched_fleet_mirror_stats(PG_FUNCTION_ARGS)
 	values[6] = Int64GetDatum(st.rows_reread);
 	values[7] = Int64GetDatum(st.bypassed);
 	values[8] = Int64GetDatum(st.losses);
+	values[9] = Int64GetDatum(st.rows_patched);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 

@@ -8,7 +8,10 @@
  * trigger on sched.node and sched.worker appends the node_id of every row it sees
  * inserted, updated or deleted (old and new node_id), before the row is written and so
  * before the writing transaction can commit; a BEFORE TRUNCATE trigger appends a
- * "reload everything" entry, as does a node_id longer than CHANGE_ID_MAX.  Writers
+ * "reload everything" entry, as does a node_id longer than CHANGE_ID_MAX.  An update of
+ * the counter columns alone (the reservations, the live attempts) is a counters entry
+ * instead: it also carries the subtransaction that writes, the version it updates and
+ * the new counters, so that a mirror can patch them in (patch_counters) without a read.  Writers
  * serialize on a spinlock; `next_seq` only ever covers complete entries, and readers detect
  * an entry overwritten under them by its sequence number (seqlock).
  *
@@ -21,7 +24,9 @@
  *   in progress (or is this transaction) when the entry was processed.
  * A transaction visible in S committed before S was taken, so its entries were appended
  * before H was read.  Pending entries are re-read at every refresh and dropped once their
- * transaction is settled in S (neither this transaction nor in progress for S).
+ * transaction is settled in S (neither this transaction nor in progress for S).  Counters
+ * entries of other transactions are not re-read while pending (S does not see their
+ * writes): once settled, they are patched in, or re-read when that cannot be shown exact.
  *
  * When entries were lost (the ring wrapped, a TRUNCATE, the first use in this backend),
  * transactions still running may have written entries this backend never saw.  The mirror
@@ -57,6 +62,9 @@
 #include "spi_util.h"
 #include "settings.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
@@ -65,6 +73,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "storage/bufmgr.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
@@ -82,16 +91,33 @@
 typedef enum ChangeKind
 {
 	CHANGE_NODE = 1,			/* re-read node_id and its workers */
-	CHANGE_ALL					/* reload the whole fleet of database dbid */
+	CHANGE_ALL,					/* reload the whole fleet of database dbid */
+	CHANGE_NODE_COUNTERS,		/* an update of node node_id's counters only */
+	CHANGE_WORKER_COUNTERS		/* an update of worker worker_id's counters only */
 } ChangeKind;
+
+#define IS_COUNTERS(kind) ((kind) == CHANGE_NODE_COUNTERS || (kind) == CHANGE_WORKER_COUNTERS)
+
+/* The counter columns of a node row (all four) or a worker row (live_attempts only). */
+typedef struct ChangeCounters
+{
+	int32		reserved_cpu_millis;
+	int64		reserved_memory_mb;
+	int32		reserved_gpus;
+	int32		live_attempts;
+} ChangeCounters;
 
 typedef struct SchedChange
 {
 	pg_atomic_uint64 seq;		/* sequence number of the entry in this slot; 0: none */
 	Oid			dbid;
-	TransactionId xid;
+	TransactionId xid;			/* top-level */
+	TransactionId subxid;		/* counters: the (sub)transaction that updates the row */
+	ItemPointerData old_tid;	/* counters: the version it updates */
 	uint8		kind;
 	uint8		len;
+	pg_uuid_t	worker_id;		/* CHANGE_WORKER_COUNTERS */
+	ChangeCounters counters;	/* counters: the values the new version holds */
 	char		node_id[CHANGE_ID_MAX];
 } SchedChange;
 
@@ -131,14 +157,18 @@ sched_fleet_mirror_shmem_attach(void *ptr, bool found)
 	}
 }
 
+/* Appends an entry; old_tid, counters and worker_id only for the counters kinds (else
+ * NULL). */
 static void
-change_log_append(ChangeKind kind, const char *node_id, size_t len)
+change_log_append(ChangeKind kind, const char *node_id, size_t len, ItemPointer old_tid,
+				  const ChangeCounters *counters, const pg_uuid_t *worker_id)
 {
 	TransactionId xid = GetTopTransactionId();
+	TransactionId subxid = IS_COUNTERS(kind) ? GetCurrentTransactionId() : InvalidTransactionId;
 	SchedChange *e;
 	uint64		seq;
 
-	if (kind == CHANGE_NODE && len > CHANGE_ID_MAX)
+	if (kind != CHANGE_ALL && len > CHANGE_ID_MAX)
 		kind = CHANGE_ALL;
 	SpinLockAcquire(&change_log->mutex);
 	seq = pg_atomic_read_u64(&change_log->next_seq);
@@ -147,10 +177,18 @@ change_log_append(ChangeKind kind, const char *node_id, size_t len)
 	pg_write_barrier();
 	e->dbid = MyDatabaseId;
 	e->xid = xid;
+	e->subxid = subxid;
 	e->kind = (uint8) kind;
-	e->len = kind == CHANGE_NODE ? (uint8) len : 0;
-	if (kind == CHANGE_NODE)
+	e->len = kind != CHANGE_ALL ? (uint8) len : 0;
+	if (kind != CHANGE_ALL)
 		memcpy(e->node_id, node_id, len);
+	if (IS_COUNTERS(kind))
+	{
+		e->old_tid = *old_tid;
+		e->counters = *counters;
+	}
+	if (kind == CHANGE_WORKER_COUNTERS)
+		e->worker_id = *worker_id;
 	pg_write_barrier();
 	pg_atomic_write_u64(&e->seq, seq);
 	pg_write_barrier();
@@ -168,13 +206,105 @@ append_node_of(HeapTuple tup, TupleDesc desc, int attnum)
 	if (isnull)
 		return;
 	t = DatumGetTextPP(d);
-	change_log_append(CHANGE_NODE, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	change_log_append(CHANGE_NODE, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), NULL, NULL, NULL);
+}
+
+/* The columns a reservation or the end of an attempt changes, and nothing else does so
+ * often: an update of these alone is logged with the version it updates, so that a
+ * mirror can take the new values from the row version itself (patch_counters). */
+static bool
+is_counter_column(bool of_node, const char *name)
+{
+	if (strcmp(name, "live_attempts") == 0)
+		return true;
+	return of_node && (strcmp(name, "reserved_cpu_millis") == 0 ||
+					   strcmp(name, "reserved_memory_mb") == 0 ||
+					   strcmp(name, "reserved_gpus") == 0);
+}
+
+/* Whether two values of a column are the same bytes.  A varlena's header is not compared
+ * (an inserted row may hold a 4-byte header where the updated copy holds a 1-byte one);
+ * one compressed or stored out of line is the same only as the same pointer. */
+static bool
+same_bytes(Datum a, Datum b, Form_pg_attribute att)
+{
+	struct varlena *x;
+	struct varlena *y;
+
+	if (att->attlen != -1)
+		return datumIsEqual(a, b, att->attbyval, att->attlen);
+	x = (struct varlena *) DatumGetPointer(a);
+	y = (struct varlena *) DatumGetPointer(b);
+	if (VARATT_IS_EXTERNAL(x) || VARATT_IS_COMPRESSED(x) ||
+		VARATT_IS_EXTERNAL(y) || VARATT_IS_COMPRESSED(y))
+		return datumIsEqual(a, b, false, -1);
+	return VARSIZE_ANY_EXHDR(x) == VARSIZE_ANY_EXHDR(y) &&
+		memcmp(VARDATA_ANY(x), VARDATA_ANY(y), VARSIZE_ANY_EXHDR(x)) == 0;
+}
+
+/* Whether newtup differs from oldtup in counter columns only (same_bytes: a value stored
+ * differently, as a TOAST pointer against an inline copy, counts as a change); if so,
+ * *counters holds newtup's counters. */
+static bool
+only_counters_changed(TupleDesc desc, bool of_node, HeapTuple oldtup, HeapTuple newtup,
+					  ChangeCounters *counters)
+{
+	Datum	   *ov = palloc(sizeof(Datum) * desc->natts);
+	Datum	   *nv = palloc(sizeof(Datum) * desc->natts);
+	bool	   *on = palloc(sizeof(bool) * desc->natts);
+	bool	   *nn = palloc(sizeof(bool) * desc->natts);
+	bool		same = true;
+	int			i;
+
+	heap_deform_tuple(oldtup, desc, ov, on);
+	heap_deform_tuple(newtup, desc, nv, nn);
+	for (i = 0; i < desc->natts && same; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		const char *name = NameStr(att->attname);
+
+		if (att->attisdropped)
+			continue;
+		if (is_counter_column(of_node, name))
+		{
+			/* NOT NULL columns: a NULL (which the table refuses) is a change */
+			same = !nn[i];
+			if (!same)
+				break;
+			if (strcmp(name, "live_attempts") == 0)
+				counters->live_attempts = DatumGetInt32(nv[i]);
+			else if (strcmp(name, "reserved_cpu_millis") == 0)
+				counters->reserved_cpu_millis = DatumGetInt32(nv[i]);
+			else if (strcmp(name, "reserved_memory_mb") == 0)
+				counters->reserved_memory_mb = DatumGetInt64(nv[i]);
+			else
+				counters->reserved_gpus = DatumGetInt32(nv[i]);
+			continue;
+		}
+		same = on[i] == nn[i] &&
+			(on[i] || same_bytes(ov[i], nv[i], att));
+	}
+	pfree(ov);
+	pfree(nv);
+	pfree(on);
+	pfree(nn);
+	return same;
 }
 
 /*
  * sched._fleet_changed(): BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW and BEFORE
  * TRUNCATE on sched.node and sched.worker (both have a node_id column).  Without the
  * shared change log (not preloaded) it does nothing: no backend has a mirror then.
+ *
+ * An UPDATE that changes only counter columns (is_counter_column) is logged as a
+ * counters entry with the version it updates (tg_trigtuple: the newest version, locked
+ * by this transaction before BEFORE ROW triggers fire), the subtransaction that writes
+ * the new one, and the new counters; every other change as CHANGE_NODE of the old and
+ * new node_id.
+ * The row is locked when the entry is appended, so the entries of one row are in the
+ * order of its versions.  No other BEFORE ROW trigger on these tables may change the
+ * new row after this one (the only other triggers are this function's).
  */
 PG_FUNCTION_INFO_V1(sched_fleet_changed);
 
@@ -192,7 +322,7 @@ sched_fleet_changed(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
 	{
 		if (change_log != NULL)
-			change_log_append(CHANGE_ALL, NULL, 0);
+			change_log_append(CHANGE_ALL, NULL, 0, NULL, NULL, NULL);
 		return PointerGetDatum(NULL);
 	}
 	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event) || !TRIGGER_FIRED_BEFORE(td->tg_event))
@@ -204,17 +334,40 @@ sched_fleet_changed(PG_FUNCTION_ARGS)
 		if (attnum <= 0)
 			elog(ERROR, "sched._fleet_changed(): table %s has no node_id column",
 				 RelationGetRelationName(td->tg_relation));
-		append_node_of(td->tg_trigtuple, desc, attnum);
 		if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 		{
+			bool		of_node = strcmp(RelationGetRelationName(td->tg_relation), "node") == 0;
+			int			worker_attnum = of_node ? 0 : SPI_fnumber(desc, "worker_id");
 			bool		old_null,
 						new_null;
 			Datum		old_id = heap_getattr(td->tg_trigtuple, attnum, desc, &old_null);
 			Datum		new_id = heap_getattr(td->tg_newtuple, attnum, desc, &new_null);
+			Datum		worker_id = (Datum) 0;
+			bool		worker_null = true;
+			ChangeCounters counters = {0};
 
-			if (old_null || new_null || !datumIsEqual(old_id, new_id, false, -1))
-				append_node_of(td->tg_newtuple, desc, attnum);
+			if (worker_attnum > 0)
+				worker_id = heap_getattr(td->tg_trigtuple, worker_attnum, desc, &worker_null);
+			if (!old_null && (of_node || !worker_null) &&
+				only_counters_changed(desc, of_node, td->tg_trigtuple, td->tg_newtuple,
+									  &counters))
+			{
+				text	   *t = DatumGetTextPP(old_id);
+
+				change_log_append(of_node ? CHANGE_NODE_COUNTERS : CHANGE_WORKER_COUNTERS,
+								  VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t),
+								  &td->tg_trigtuple->t_self, &counters,
+								  of_node ? NULL : DatumGetUUIDP(worker_id));
+			}
+			else
+			{
+				append_node_of(td->tg_trigtuple, desc, attnum);
+				if (old_null || new_null || !datumIsEqual(old_id, new_id, false, -1))
+					append_node_of(td->tg_newtuple, desc, attnum);
+			}
 		}
+		else
+			append_node_of(td->tg_trigtuple, desc, attnum);
 	}
 	return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple
 						   : td->tg_trigtuple);
@@ -232,9 +385,19 @@ typedef struct MirrorCap
 	SchedAdmitMemos memos;		/* kept across calls: a row re-read is judged again */
 } MirrorCap;
 
+/* An entry of the change log, as the mirror keeps it (pending) or patches from it. */
 typedef struct PendingChange
 {
+	uint64		seq;
 	TransactionId xid;
+	TransactionId subxid;
+	uint8		kind;
+	ItemPointerData old_tid;
+	pg_uuid_t	worker_id;
+	ChangeCounters counters;
+	uint32		node_hash;		/* sched_node_hash(node_id): orders before node_id */
+	bool		own;			/* written by the transaction that read it: the mirror
+								 * may hold what it wrote, committed or not */
 	char	   *node_id;
 } PendingChange;
 
@@ -266,6 +429,7 @@ static struct
 	int64		refreshes;
 	int64		full_loads;
 	int64		rows_reread;
+	int64		rows_patched;
 	int64		bypassed;
 	int64		losses;
 } M;
@@ -551,7 +715,7 @@ lose_entries(uint64 head)
 	drop_caps();
 	for (i = 0; i < M.npending; i++)
 		to_garbage(M.pending[i].node_id);
-	M.npending = 0;
+	M.npending = 0;	/* (and the counters entries of this refresh: nothing to patch) */
 	M.next_seq = head;
 	M.reloading = true;
 	M.reload_xid = ReadNextTransactionId();
@@ -593,7 +757,7 @@ older_settled(Snapshot S)
 }
 
 static void
-add_pending(TransactionId xid, const char *node_id)
+add_pending(const PendingChange *c)
 {
 	if (M.npending == M.pending_allocated)
 	{
@@ -602,9 +766,26 @@ add_pending(TransactionId xid, const char *node_id)
 			? MemoryContextAlloc(M.cxt, sizeof(PendingChange) * M.pending_allocated)
 			: repalloc(M.pending, sizeof(PendingChange) * M.pending_allocated);
 	}
-	M.pending[M.npending].xid = xid;
-	M.pending[M.npending].node_id = MemoryContextStrdup(M.cxt, node_id);
+	M.pending[M.npending] = *c;
+	M.pending[M.npending].node_id = MemoryContextStrdup(M.cxt, c->node_id);
 	M.npending++;
+}
+
+/* Orders changes by the row they change (node, kind, worker). */
+static int
+change_row_cmp(const PendingChange *x, const PendingChange *y)
+{
+	int			c;
+
+	if (x->node_hash != y->node_hash)
+		return x->node_hash < y->node_hash ? -1 : 1;
+	if ((c = strcmp(x->node_id, y->node_id)) != 0)
+		return c;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->kind == CHANGE_WORKER_COUNTERS)
+		return memcmp(&x->worker_id, &y->worker_id, sizeof(pg_uuid_t));
+	return 0;
 }
 
 static int
@@ -612,10 +793,27 @@ pending_cmp(const void *a, const void *b)
 {
 	const PendingChange *x = a;
 	const PendingChange *y = b;
+	int			c;
 
 	if (x->xid != y->xid)
 		return x->xid < y->xid ? -1 : 1;
-	return strcmp(x->node_id, y->node_id);
+	if ((c = change_row_cmp(x, y)) != 0)
+		return c;
+	if (x->subxid != y->subxid)
+		return x->subxid < y->subxid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
+}
+
+static int
+patch_cmp(const void *a, const void *b)
+{
+	const PendingChange *x = a;
+	const PendingChange *y = b;
+	int			c = change_row_cmp(x, y);
+
+	if (c != 0)
+		return c;
+	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
 }
 
 static int
@@ -716,6 +914,158 @@ reread_nodes(char **ids, int count)
 }
 
 /*
+ * The row version that change c's (sub)transaction wrote: the successor (t_ctid) of the
+ * version c->old_tid it updated, when that version is still there with c->subxid as its
+ * updater.  A subtransaction updates a version at most once, so that successor holds
+ * the counters c carries.  False when that cannot be shown (the version pruned, its slot
+ * reused, the relation extended since nblocks was read): the caller re-reads the node.
+ */
+static bool
+new_version_of(Relation rel, BlockNumber nblocks, const PendingChange *c, ItemPointer out)
+{
+	HeapTupleData tuple;
+	Buffer		buf;
+	ItemPointerData old_tid = c->old_tid;
+	bool		ok;
+
+	if (ItemPointerGetBlockNumber(&old_tid) >= nblocks)
+		return false;
+	tuple.t_self = old_tid;
+	if (!heap_fetch(rel, SnapshotAny, &tuple, &buf, true))
+	{
+		if (BufferIsValid(buf))
+			ReleaseBuffer(buf);
+		return false;
+	}
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	ok = !(tuple.t_data->t_infomask & HEAP_XMAX_INVALID) &&
+		!HEAP_XMAX_IS_LOCKED_ONLY(tuple.t_data->t_infomask) &&
+		TransactionIdEquals(HeapTupleHeaderGetUpdateXid(tuple.t_data), c->subxid);
+	*out = tuple.t_data->t_ctid;
+	UnlockReleaseBuffer(buf);
+	return ok && !ItemPointerEquals(out, &old_tid) && ItemPointerGetBlockNumber(out) < nblocks;
+}
+
+/*
+ * Patches the mirror from counters entries `cands` of transactions settled in S, for
+ * nodes not in `reread` (sorted; those are re-read whole).  For each row changed, the
+ * entry of its last committed (sub)transaction names the version S sees: the row's
+ * writers are ordered by its lock, a writer after that one is not settled in S (it
+ * started writing after the settled one ended), and aborted writers changed nothing.
+ * The rows of that version's node (or worker) get the entry's counters and the version's
+ * tid; the other columns are those the mirror has, which counters entries do not change.  When
+ * none committed, the mirror's row stands, unless it was read by the transaction that
+ * wrote (own: it may hold a rolled back write).  Nodes whose version cannot be read this
+ * way are returned in *fallback (to re-read).
+ */
+static void
+patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
+			   char ***fallback, int *nfallback)
+{
+	Relation	rels[2] = {NULL, NULL};	/* node, worker */
+	BlockNumber nblocks[2] = {0, 0};
+	int			i,
+				j,
+				k,
+				w;
+
+	*fallback = palloc(sizeof(char *) * ncand);
+	*nfallback = 0;
+	qsort(cands, ncand, sizeof(PendingChange), patch_cmp);
+	for (i = 0; i < ncand; i = j)
+	{
+		const PendingChange *last = NULL;
+		const char *node_id = cands[i].node_id;
+		bool		of_node = cands[i].kind == CHANGE_NODE_COUNTERS;
+		bool		own = false;
+		int			rows[64];
+		int			caps[64];
+		int			nrows = 0;
+		ItemPointerData tid;
+
+		for (j = i; j < ncand && change_row_cmp(&cands[i], &cands[j]) == 0; j++)
+		{
+			own |= cands[j].own;
+			if (TransactionIdDidCommit(cands[j].subxid))
+				last = &cands[j];
+		}
+		if (bsearch(&node_id, reread, nreread, sizeof(char *), cstring_cmp) != NULL)
+			continue;
+		if (last == NULL)
+		{
+			/* nothing committed: the version before them is unchanged, unless the
+			 * mirror read one of our own that rolled back */
+			if (own)
+				(*fallback)[(*nfallback)++] = pstrdup(node_id);
+			continue;
+		}
+		for (k = 0; k < M.ncaps && nrows < lengthof(rows); k++)
+		{
+			int			r = find_row(&M.caps[k], node_id);
+
+			if (r < 0 || (!of_node &&
+						  memcmp(&M.caps[k].fleet.rows[r].worker_id, &last->worker_id,
+								 sizeof(pg_uuid_t)) != 0))
+				continue;
+			caps[nrows] = k;
+			rows[nrows++] = r;
+		}
+		if (nrows == 0)
+			continue;			/* no row of it mirrored */
+		w = of_node ? 0 : 1;
+		if (rels[w] == NULL)
+		{
+			rels[w] = table_open(of_node ? M.node_relid : M.worker_relid, AccessShareLock);
+			nblocks[w] = RelationGetNumberOfBlocks(rels[w]);
+		}
+		if (nrows == lengthof(rows) || !new_version_of(rels[w], nblocks[w], last, &tid))
+		{
+			(*fallback)[(*nfallback)++] = pstrdup(node_id);
+			continue;
+		}
+		for (k = 0; k < nrows; k++)
+		{
+			SchedFleetRow *row = &M.caps[caps[k]].fleet.rows[rows[k]];
+
+			if (of_node)
+			{
+				row->c.reserved_cpu_millis = last->counters.reserved_cpu_millis;
+				row->c.reserved_memory_mb = last->counters.reserved_memory_mb;
+				row->c.reserved_gpus = last->counters.reserved_gpus;
+				row->c.node_live_attempts = last->counters.live_attempts;
+				row->node_tid = tid;
+			}
+			else
+			{
+				row->c.worker_live_attempts = last->counters.live_attempts;
+				row->worker_tid = tid;
+			}
+			sched_admit_memos_forget(&M.caps[caps[k]].memos, rows[k]);
+			M.rows_patched++;
+		}
+	}
+	for (w = 0; w < 2; w++)
+		if (rels[w] != NULL)
+			table_close(rels[w], AccessShareLock);
+}
+
+/* Appends change c to a list of this refresh (copy: its node_id copied too). */
+static void
+add_change(PendingChange **list, int *n, int *allocated, const PendingChange *c, bool copy)
+{
+	if (*n == *allocated)
+	{
+		*allocated = Max(64, *allocated * 2);
+		*list = *list == NULL ? palloc(sizeof(PendingChange) * *allocated)
+			: repalloc(*list, sizeof(PendingChange) * *allocated);
+	}
+	(*list)[*n] = *c;
+	if (copy)
+		(*list)[*n].node_id = pstrdup(c->node_id);
+	(*n)++;
+}
+
+/*
  * Brings the mirror up to snapshot S (which must stay the active snapshot for the
  * statements run here).  Returns false when the mirror cannot answer for S.
  */
@@ -730,6 +1080,10 @@ refresh(Snapshot S)
 	char	  **changed;
 	int			nchanged = 0;
 	int			allocated = 64;
+	PendingChange *cands = NULL;	/* counters entries settled in S */
+	int			ncand = 0;
+	int			cands_allocated = 0;
+	PendingChange c;
 	int			i;
 	int			kept;
 
@@ -776,6 +1130,10 @@ refresh(Snapshot S)
 		pg_read_barrier();
 		e.dbid = slot->dbid;
 		e.xid = slot->xid;
+		e.subxid = slot->subxid;
+		e.old_tid = slot->old_tid;
+		e.worker_id = slot->worker_id;
+		e.counters = slot->counters;
 		e.kind = slot->kind;
 		e.len = slot->len;
 		memcpy(id, slot->node_id, Min(e.len, CHANGE_ID_MAX));
@@ -793,8 +1151,28 @@ refresh(Snapshot S)
 			lose_entries(head);
 			break;
 		}
+		c.seq = seq;
+		c.xid = e.xid;
+		c.subxid = e.subxid;
+		c.kind = e.kind;
+		c.old_tid = e.old_tid;
+		c.worker_id = e.worker_id;
+		c.counters = e.counters;
+		c.node_hash = sched_node_hash(id);
+		c.node_id = id;
+		c.own = TransactionIdIsCurrentTransactionId(c.xid);
+		if (IS_COUNTERS(c.kind) && !c.own)
+		{
+			/* invisible in S until settled: then patched from (patch_counters) */
+			if (XidInMVCCSnapshot(c.xid, S))
+				add_pending(&c);
+			else
+				add_change(&cands, &ncand, &cands_allocated, &c, true);
+			continue;
+		}
+		/* other changes, and our own (visible in S): re-read, until settled */
 		if (!xid_settled(e.xid, S))
-			add_pending(e.xid, id);
+			add_pending(&c);
 		if (nchanged == allocated)
 			changed = repalloc(changed, sizeof(char *) * (allocated *= 2));
 		changed[nchanged++] = pstrdup(id);
@@ -809,27 +1187,49 @@ refresh(Snapshot S)
 		if (older_settled(S))
 			M.reloading = false;
 	}
-	/* pending entries: re-read every time, dropped once settled */
+	/* pending entries: re-read every time (counters: patched once settled), dropped
+	 * once settled */
 	for (i = 0, kept = 0; i < M.npending; i++)
 	{
+		PendingChange *p = &M.pending[i];
+
+		if (IS_COUNTERS(p->kind) && !TransactionIdIsCurrentTransactionId(p->xid))
+		{
+			if (XidInMVCCSnapshot(p->xid, S))
+				M.pending[kept++] = *p;
+			else
+			{
+				add_change(&cands, &ncand, &cands_allocated, p, false);
+				to_garbage(p->node_id);
+			}
+			continue;
+		}
 		if (nchanged == allocated)
 			changed = repalloc(changed, sizeof(char *) * (allocated *= 2));
-		changed[nchanged++] = M.pending[i].node_id;
-		if (xid_settled(M.pending[i].xid, S))
-			to_garbage(M.pending[i].node_id);
+		changed[nchanged++] = p->node_id;
+		if (xid_settled(p->xid, S))
+			to_garbage(p->node_id);
 		else
-			M.pending[kept++] = M.pending[i];
+			M.pending[kept++] = *p;
 	}
 	M.npending = kept;
 	if (M.npending > 1)
 	{
-		/* one entry per (transaction, node) */
+		/*
+		 * One entry per (transaction, row changed, subtransaction): the latest.  Not
+		 * fewer: which subtransactions commit is known only once the transaction is
+		 * settled, and the version S sees is the last that a committed one wrote.
+		 */
 		qsort(M.pending, M.npending, sizeof(PendingChange), pending_cmp);
 		for (i = 1, kept = 1; i < M.npending; i++)
 		{
 			if (M.pending[i].xid == M.pending[kept - 1].xid &&
-				strcmp(M.pending[i].node_id, M.pending[kept - 1].node_id) == 0)
-				to_garbage(M.pending[i].node_id);
+				M.pending[i].subxid == M.pending[kept - 1].subxid &&
+				change_row_cmp(&M.pending[i], &M.pending[kept - 1]) == 0)
+			{
+				to_garbage(M.pending[kept - 1].node_id);
+				M.pending[kept - 1] = M.pending[i];
+			}
 			else
 				M.pending[kept++] = M.pending[i];
 		}
@@ -851,6 +1251,19 @@ refresh(Snapshot S)
 			drop_caps();		/* cheaper to read the capabilities again */
 		else
 			reread_nodes(changed, unique);
+		nchanged = unique;
+	}
+	if (ncand > 0 && M.ncaps > 0)
+	{
+		char	  **fallback;
+		int			nfallback;
+
+		patch_counters(cands, ncand, changed, nchanged, &fallback, &nfallback);
+		if (nfallback > 0)
+		{
+			qsort(fallback, nfallback, sizeof(char *), cstring_cmp);
+			reread_nodes(fallback, nfallback);
+		}
 	}
 	remember_snapshot(S);
 	return true;
@@ -954,6 +1367,7 @@ sched_fleet_mirror_get_stats(SchedMirrorStats *out)
 	out->rows_reread = M.rows_reread;
 	out->bypassed = M.bypassed;
 	out->losses = M.losses;
+	out->rows_patched = M.rows_patched;
 }
 
 static bool

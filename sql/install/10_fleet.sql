@@ -89,11 +89,12 @@ ALTER TABLE sched.worker ENABLE ALWAYS TRIGGER fleet_changed;
 ALTER TABLE sched.worker ENABLE ALWAYS TRIGGER fleet_truncated;
 
 /* This backend's fleet mirror: whether it is in use, what it holds, and its counters
- * since the backend started. */
+ * since the backend started (rows_patched: rows whose counters were taken from the row
+ * version a change wrote, without a statement). */
 CREATE FUNCTION sched._fleet_mirror_stats(
     OUT usable boolean, OUT capabilities int, OUT rows_held int, OUT pending int,
     OUT refreshes bigint, OUT full_loads bigint, OUT rows_reread bigint,
-    OUT bypassed bigint, OUT losses bigint)
+    OUT bypassed bigint, OUT losses bigint, OUT rows_patched bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'sched_fleet_mirror_stats'
 LANGUAGE C VOLATILE;

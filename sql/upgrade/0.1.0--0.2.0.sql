@@ -131,6 +131,20 @@ DROP FUNCTION sched._cpus(bigint);
 DROP FUNCTION sched._amount(text, text);
 DROP FUNCTION sched._duration(interval);
 
+-- The fleet mirror's counters gain rows_patched (counters taken from the row version a
+-- change wrote).
+DROP FUNCTION sched._fleet_mirror_stats();
+/* This backend's fleet mirror: whether it is in use, what it holds, and its counters
+ * since the backend started (rows_patched: rows whose counters were taken from the row
+ * version a change wrote, without a statement). */
+CREATE FUNCTION sched._fleet_mirror_stats(
+    OUT usable boolean, OUT capabilities int, OUT rows_held int, OUT pending int,
+    OUT refreshes bigint, OUT full_loads bigint, OUT rows_reread bigint,
+    OUT bypassed bigint, OUT losses bigint, OUT rows_patched bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'sched_fleet_mirror_stats'
+LANGUAGE C VOLATILE;
+
 -- ---------------------------------------------------------------------------------
 -- Dump and restore: sched.tenant_live is derived from sched.attempt (its triggers rebuild
 -- it while pg_restore loads the attempts), so it leaves the dumped tables; 0.1.0 dumped
