@@ -12,7 +12,12 @@
 #include "spi_util.h"
 #include "settings.h"
 
+#include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
@@ -612,8 +617,72 @@ enum
 	RQ_NODE_ID, RQ_AVAILABLE_AT, RQ_AVOID_NODE_ID, RQ_LAST_REASON,
 	/* 0.2.0 */
 	RQ_SPREAD_KEY, RQ_GANG_ID, RQ_PRIORITY, RQ_PREEMPTIBLE, RQ_HELD_NODE_ID, RQ_HELD_WORKER_ID,
-	RQ_HELD_UNTIL, RQ_CONCURRENCY_KEY
+	RQ_HELD_UNTIL, RQ_CONCURRENCY_KEY,
+	RQ_COUNT = RQ_CONCURRENCY_KEY
 };
+
+/* The names of those columns in sched.request, by RQ_* number. */
+static const char *const request_column_names[RQ_COUNT + 1] = {
+	NULL, "request_id", "execution_id", "step_id", "attempt_number", "tenant", "state",
+	"claim_id", "claimed_until", "tries", "capability", "capability_version",
+	"required_labels", "preferred_labels", "min_cpu_millis", "min_memory_mb", "min_gpus",
+	"reserve_cpu_millis", "reserve_memory_mb", "reserve_gpus", "node_id", "available_at",
+	"avoid_node_id", "last_reason", "spread_key", "gang_id", "priority", "preemptible",
+	"held_node_id", "held_worker_id", "held_until", "concurrency_key"
+};
+
+/*
+ * A row's columns, numbered from 1 as the statement (or REQUEST_COLUMNS_0_2) gives them:
+ * the values (valid while the tuple they were taken from is), nulls and types.
+ */
+typedef struct RowColumns
+{
+	int			count;
+	Datum	   *v;
+	bool	   *n;
+	Oid		   *t;
+} RowColumns;
+
+/* Columns of SPI_tuptable's row `row`. */
+static void
+spi_row_columns(int row, RowColumns *rc)
+{
+	int			k;
+
+	rc->count = SPI_tuptable->tupdesc->natts;
+	rc->v = palloc(sizeof(Datum) * (rc->count + 1));
+	rc->n = palloc(sizeof(bool) * (rc->count + 1));
+	rc->t = palloc(sizeof(Oid) * (rc->count + 1));
+	heap_deform_tuple(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, rc->v + 1, rc->n + 1);
+	for (k = 1; k <= rc->count; k++)
+		rc->t[k] = TupleDescAttr(SPI_tuptable->tupdesc, k - 1)->atttypid;
+}
+
+static char *
+col_text(const RowColumns *rc, int k)
+{
+	return rc->n[k] ? NULL : TextDatumGetCString(rc->v[k]);
+}
+
+/* 0 when NULL, as sched_spi_int64 */
+static int64
+col_int64(const RowColumns *rc, int k)
+{
+	if (rc->n[k])
+		return 0;
+	switch (rc->t[k])
+	{
+		case INT8OID:
+			return DatumGetInt64(rc->v[k]);
+		case INT4OID:
+			return DatumGetInt32(rc->v[k]);
+		case INT2OID:
+			return DatumGetInt16(rc->v[k]);
+		default:
+			elog(ERROR, "pg_sched: column %d has type %u, expected an integer", k, rc->t[k]);
+	}
+	return 0;					/* keep compiler quiet */
+}
 
 /* Columns of 0.1.0 (a database not yet updated is served too: dispatch_attempt,
  * explain, qualification_reasons), and those 0.2.0 added (REQUEST_COLUMNS_0_2). */
@@ -635,36 +704,146 @@ static SchedStatement request_read = {REQUEST_COLUMNS, 1, {INT8OID}, .keyed = tr
 static SchedStatement request_lock = {REQUEST_COLUMNS " FOR UPDATE OF r", 1, {INT8OID}, .keyed = true};
 static SchedStatement request_lock_skip = {REQUEST_COLUMNS " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}, .keyed = true};
 static SchedStatement request_read_0_2 = {REQUEST_COLUMNS_0_2, 1, {INT8OID}, .keyed = true};
-static SchedStatement request_lock_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r", 1, {INT8OID}, .keyed = true};
-static SchedStatement request_lock_skip_0_2 = {REQUEST_COLUMNS_0_2 " FOR UPDATE OF r SKIP LOCKED", 1, {INT8OID}, .keyed = true};
+
+/* The placement of a row whose columns from `first` on are SCHED_PLACEMENT_COLUMNS. */
+static void
+placement_of_columns(const RowColumns *rc, int first, int spread_key_column, TimestampTz at,
+					 SchedPlacementArgs *out)
+{
+	SchedPlacement *p = &out->p;
+
+	StaticAssertStmt(RQ_NODE_ID - RQ_CAPABILITY == SCHED_PLACEMENT_COLUMN_COUNT - 1,
+					 "SCHED_PLACEMENT_COLUMNS and REQUEST_COLUMNS differ");
+	memset(out, 0, sizeof(*out));
+	p->capability = col_text(rc, first);
+	p->capability_version = col_text(rc, first + 1);
+	sched_required_labels_from_jsonb(DatumGetJsonbP(rc->v[first + 2]), "required_labels",
+									 &p->required_labels);
+	sched_labels_from_jsonb(DatumGetJsonbP(rc->v[first + 3]), "preferred_labels",
+							&p->preferred_labels);
+	p->min_cpu_millis = col_int64(rc, first + 4);
+	p->min_memory_mb = col_int64(rc, first + 5);
+	p->min_gpus = col_int64(rc, first + 6);
+	p->reserve_cpu_millis = col_int64(rc, first + 7);
+	p->reserve_memory_mb = col_int64(rc, first + 8);
+	p->reserve_gpus = col_int64(rc, first + 9);
+	p->pin_node_id = col_text(rc, first + 10);
+	sched_placement_set_clock(out, at, NULL);
+	if (spread_key_column > 0)
+		out->spread_key = col_text(rc, spread_key_column);
+}
 
 void
 sched_placement_decode(int row, int first, int spread_key_column, TimestampTz at,
 					   SchedPlacementArgs *out)
 {
-	SchedPlacement *p = &out->p;
-	bool		isnull;
-	Datum		d;
+	RowColumns	rc;
 
-	StaticAssertStmt(RQ_NODE_ID - RQ_CAPABILITY == SCHED_PLACEMENT_COLUMN_COUNT - 1,
-					 "SCHED_PLACEMENT_COLUMNS and REQUEST_COLUMNS differ");
-	memset(out, 0, sizeof(*out));
-	p->capability = sched_spi_text(row, first);
-	p->capability_version = sched_spi_text(row, first + 1);
-	d = sched_spi_get(row, first + 2, &isnull);
-	sched_required_labels_from_jsonb(DatumGetJsonbP(d), "required_labels", &p->required_labels);
-	d = sched_spi_get(row, first + 3, &isnull);
-	sched_labels_from_jsonb(DatumGetJsonbP(d), "preferred_labels", &p->preferred_labels);
-	p->min_cpu_millis = sched_spi_int64(row, first + 4);
-	p->min_memory_mb = sched_spi_int64(row, first + 5);
-	p->min_gpus = sched_spi_int64(row, first + 6);
-	p->reserve_cpu_millis = sched_spi_int64(row, first + 7);
-	p->reserve_memory_mb = sched_spi_int64(row, first + 8);
-	p->reserve_gpus = sched_spi_int64(row, first + 9);
-	p->pin_node_id = sched_spi_text(row, first + 10);
-	sched_placement_set_clock(out, at, NULL);
-	if (spread_key_column > 0)
-		out->spread_key = sched_spi_text(row, spread_key_column);
+	spi_row_columns(row, &rc);
+	placement_of_columns(&rc, first, spread_key_column, at, out);
+}
+
+/* The request row's fields (REQUEST_COLUMNS, and REQUEST_COLUMNS_0_2's with v0_2). */
+static void
+request_row_of_columns(const RowColumns *rc, bool v0_2, SchedRequestRow *row)
+{
+	memset(row, 0, sizeof(*row));
+	row->request_id = col_int64(rc, RQ_REQUEST_ID);
+	row->execution_id = *DatumGetUUIDP(rc->v[RQ_EXECUTION_ID]);
+	row->step_id = *DatumGetUUIDP(rc->v[RQ_STEP_ID]);
+	row->attempt_number = (int32) col_int64(rc, RQ_ATTEMPT_NUMBER);
+	row->tenant = col_text(rc, RQ_TENANT);
+	row->state = col_text(rc, RQ_STATE);
+	row->has_claim = !rc->n[RQ_CLAIM_ID];
+	if (row->has_claim)
+		row->claim_id = *DatumGetUUIDP(rc->v[RQ_CLAIM_ID]);
+	row->claimed_until = rc->n[RQ_CLAIMED_UNTIL] ? DT_NOBEGIN
+		: DatumGetTimestampTz(rc->v[RQ_CLAIMED_UNTIL]);
+	row->tries = (int32) col_int64(rc, RQ_TRIES);
+	row->available_at = DatumGetTimestampTz(rc->v[RQ_AVAILABLE_AT]);
+	row->avoid_node_id = col_text(rc, RQ_AVOID_NODE_ID);
+	row->last_reason = col_text(rc, RQ_LAST_REASON);
+	if (v0_2)
+	{
+		row->in_gang = !rc->n[RQ_GANG_ID];
+		if (row->in_gang)
+			row->gang_id = *DatumGetUUIDP(rc->v[RQ_GANG_ID]);
+		row->priority = (int32) col_int64(rc, RQ_PRIORITY);
+		row->preemptible = DatumGetBool(rc->v[RQ_PREEMPTIBLE]);
+		row->concurrency_key = col_text(rc, RQ_CONCURRENCY_KEY);
+		row->held_node_id = col_text(rc, RQ_HELD_NODE_ID);
+		if (row->held_node_id != NULL)
+		{
+			row->held_worker_id = *DatumGetUUIDP(rc->v[RQ_HELD_WORKER_ID]);
+			row->held_until = DatumGetTimestampTz(rc->v[RQ_HELD_UNTIL]);
+		}
+	}
+}
+
+/*
+ * The columns of sched.request's row locked in slot, numbered as REQUEST_COLUMNS_0_2
+ * (RQ_*): the tuple copied (its values outlive the slot), attribute numbers looked up
+ * once per relation and kept while its descriptor has the same shape.
+ */
+static void
+slot_request_columns(Relation rel, TupleTableSlot *slot, RowColumns *rc)
+{
+	static Oid	relid = InvalidOid;
+	static int	natts = 0;
+	static AttrNumber attnums[RQ_COUNT + 1];
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple	tuple = ExecCopySlotHeapTuple(slot);
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+	int			k;
+
+	if (relid != RelationGetRelid(rel) || natts != desc->natts)
+	{
+		for (k = 1; k <= RQ_COUNT; k++)
+			attnums[k] = sched_column_of(rel, request_column_names[k]);
+		relid = RelationGetRelid(rel);
+		natts = desc->natts;
+	}
+	heap_deform_tuple(tuple, desc, values, nulls);
+	rc->count = RQ_COUNT;
+	rc->v = palloc(sizeof(Datum) * (RQ_COUNT + 1));
+	rc->n = palloc(sizeof(bool) * (RQ_COUNT + 1));
+	rc->t = palloc(sizeof(Oid) * (RQ_COUNT + 1));
+	for (k = 1; k <= RQ_COUNT; k++)
+	{
+		rc->v[k] = values[attnums[k] - 1];
+		rc->n[k] = nulls[attnums[k] - 1];
+		rc->t[k] = TupleDescAttr(desc, attnums[k] - 1)->atttypid;
+	}
+}
+
+/*
+ * sched_request_load's locks at 0.2.0, in C (as the fleet's pair lock: no statement per
+ * dispatch): what REQUEST_COLUMNS_0_2 FOR UPDATE OF r [SKIP LOCKED] does, through
+ * request_pkey (sched_index_lock_row: the newest version under READ COMMITTED, 40001
+ * under REPEATABLE READ and SERIALIZABLE for a row changed since the snapshot).
+ */
+static bool
+request_lock_in_c(int64 request_id, bool wait, TimestampTz at, SchedPlacementArgs *out,
+				  SchedRequestRow *row)
+{
+	SchedIndexScan s;
+	ScanKeyData key;
+	RowColumns	rc;
+	bool		locked;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(request_id));
+	locked = sched_index_lock_row(&s, "request", "request_pkey", &key, 1, LockTupleExclusive,
+								  wait) == SCHED_ROW_LOCKED;
+	if (locked)
+		slot_request_columns(s.rel, s.slot, &rc);
+	sched_index_scan_end(&s);
+	if (!locked)
+		return false;
+	placement_of_columns(&rc, RQ_CAPABILITY, RQ_SPREAD_KEY, at, out);
+	if (row != NULL)
+		request_row_of_columns(&rc, true, row);
+	return true;
 }
 
 bool
@@ -672,55 +851,20 @@ sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 				   SchedPlacementArgs *out, SchedRequestRow *row)
 {
 	Datum		arg = Int64GetDatum(request_id);
-	bool		isnull;
-	Datum		d;
 	bool		v0_2 = sched_schema_is_0_2();
+	RowColumns	rc;
 
-	sched_spi_exec(v0_2 ? (lock == SCHED_LOCK_NONE ? &request_read_0_2 :
-						   lock == SCHED_LOCK_WAIT ? &request_lock_0_2 : &request_lock_skip_0_2)
+	if (v0_2 && lock != SCHED_LOCK_NONE)
+		return request_lock_in_c(request_id, lock == SCHED_LOCK_WAIT, at, out, row);
+	sched_spi_exec(v0_2 ? &request_read_0_2
 				   : (lock == SCHED_LOCK_NONE ? &request_read :
 					  lock == SCHED_LOCK_WAIT ? &request_lock : &request_lock_skip),
 				   &arg, NULL, lock == SCHED_LOCK_NONE, 1, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-
-	sched_placement_decode(0, RQ_CAPABILITY, v0_2 ? RQ_SPREAD_KEY : 0, at, out);
-
+	spi_row_columns(0, &rc);
+	placement_of_columns(&rc, RQ_CAPABILITY, v0_2 ? RQ_SPREAD_KEY : 0, at, out);
 	if (row != NULL)
-	{
-		memset(row, 0, sizeof(*row));
-		row->request_id = sched_spi_int64(0, RQ_REQUEST_ID);
-		row->execution_id = *DatumGetUUIDP(sched_spi_get(0, RQ_EXECUTION_ID, &isnull));
-		row->step_id = *DatumGetUUIDP(sched_spi_get(0, RQ_STEP_ID, &isnull));
-		row->attempt_number = (int32) sched_spi_int64(0, RQ_ATTEMPT_NUMBER);
-		row->tenant = sched_spi_text(0, RQ_TENANT);
-		row->state = sched_spi_text(0, RQ_STATE);
-		d = sched_spi_get(0, RQ_CLAIM_ID, &isnull);
-		row->has_claim = !isnull;
-		if (!isnull)
-			row->claim_id = *DatumGetUUIDP(d);
-		d = sched_spi_get(0, RQ_CLAIMED_UNTIL, &isnull);
-		row->claimed_until = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
-		row->tries = (int32) sched_spi_int64(0, RQ_TRIES);
-		row->available_at = DatumGetTimestampTz(sched_spi_get(0, RQ_AVAILABLE_AT, &isnull));
-		row->avoid_node_id = sched_spi_text(0, RQ_AVOID_NODE_ID);
-		row->last_reason = sched_spi_text(0, RQ_LAST_REASON);
-		if (v0_2)
-		{
-			d = sched_spi_get(0, RQ_GANG_ID, &isnull);
-			row->in_gang = !isnull;
-			if (!isnull)
-				row->gang_id = *DatumGetUUIDP(d);
-			row->priority = (int32) sched_spi_int64(0, RQ_PRIORITY);
-			row->preemptible = DatumGetBool(sched_spi_get(0, RQ_PREEMPTIBLE, &isnull));
-			row->concurrency_key = sched_spi_text(0, RQ_CONCURRENCY_KEY);
-			row->held_node_id = sched_spi_text(0, RQ_HELD_NODE_ID);
-			if (row->held_node_id != NULL)
-			{
-				row->held_worker_id = *DatumGetUUIDP(sched_spi_get(0, RQ_HELD_WORKER_ID, &isnull));
-				row->held_until = DatumGetTimestampTz(sched_spi_get(0, RQ_HELD_UNTIL, &isnull));
-			}
-		}
-	}
+		request_row_of_columns(&rc, v0_2, row);
 	return true;
 }
