@@ -231,6 +231,7 @@ SELECT pg_temp.did();
 -- undone when rolled back (re-read once more)
 BEGIN;
 UPDATE sched.node SET reserved_cpu_millis = 3000 WHERE node_id = 'n04';
+UPDATE sched.worker SET live_attempts = 2 WHERE node_id = 'n04' AND capability = 'm';
 SELECT pg_temp.same();
 ROLLBACK;
 SELECT pg_temp.same();

@@ -1261,8 +1261,15 @@ refresh(Snapshot S)
 		patch_counters(cands, ncand, changed, nchanged, &fallback, &nfallback);
 		if (nfallback > 0)
 		{
+			int			unique = 0;
+
+			/* sorted and unique, as reread_nodes wants (a node may fall back twice:
+			 * its row and its worker's) */
 			qsort(fallback, nfallback, sizeof(char *), cstring_cmp);
-			reread_nodes(fallback, nfallback);
+			for (i = 0; i < nfallback; i++)
+				if (unique == 0 || strcmp(fallback[unique - 1], fallback[i]) != 0)
+					fallback[unique++] = fallback[i];
+			reread_nodes(fallback, unique);
 		}
 	}
 	remember_snapshot(S);
