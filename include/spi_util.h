@@ -108,6 +108,9 @@ extern SchedRowLockResult sched_index_lock_row(SchedIndexScan *s, const char *ta
 extern Datum sched_spi_get(int row, int col, bool *isnull);
 extern char *sched_spi_text(int row, int col);	/* NULL when SQL NULL */
 extern int64 sched_spi_int64(int row, int col); /* 0 when SQL NULL */
+/* An integer column's value (int2, int4 or int8: type typ) as int64; ERROR naming column
+ * col for another type. */
+extern int64 sched_datum_int64(Datum d, Oid typ, int col);
 
 /* A one-dimensional array of n values of `type` (no NULLs), for a statement's parameter. */
 extern Datum sched_array_of(Datum *elems, int n, Oid type);

@@ -11,9 +11,10 @@
  * "reload everything" entry, as does a node_id longer than CHANGE_ID_MAX.  An update of
  * the counter columns alone (the reservations, the live attempts) is a counters entry
  * instead: it also carries the subtransaction that writes, the version it updates and
- * the new counters, so that a mirror can patch them in (patch_counters) without a read.  Writers
- * serialize on a spinlock; `next_seq` only ever covers complete entries, and readers detect
- * an entry overwritten under them by its sequence number (seqlock).
+ * the new counters, so that a mirror can patch them in (patch_counters) without a
+ * read.  Writers serialize on a spinlock; `next_seq` only ever covers complete
+ * entries, and readers detect an entry overwritten under them by its sequence number
+ * (seqlock).
  *
  * The mirror (backend-local, in its own memory context): for each capability asked for,
  * the rows sched_fleet_load would return, as of the snapshot of the last refresh.
@@ -164,7 +165,8 @@ change_log_append(ChangeKind kind, const char *node_id, size_t len, ItemPointer 
 				  const ChangeCounters *counters, const pg_uuid_t *worker_id)
 {
 	TransactionId xid = GetTopTransactionId();
-	TransactionId subxid = IS_COUNTERS(kind) ? GetCurrentTransactionId() : InvalidTransactionId;
+	TransactionId subxid = IS_COUNTERS(kind) ? GetCurrentTransactionId()
+		: InvalidTransactionId;
 	SchedChange *e;
 	uint64		seq;
 
@@ -209,17 +211,28 @@ append_node_of(HeapTuple tup, TupleDesc desc, int attnum)
 	change_log_append(CHANGE_NODE, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), NULL, NULL, NULL);
 }
 
-/* The columns a reservation or the end of an attempt changes, and nothing else does so
- * often: an update of these alone is logged with the version it updates, so that a
- * mirror can take the new values from the row version itself (patch_counters). */
+/*
+ * Whether column `name` is a counter: what a reservation or the end of an attempt
+ * changes, and nothing else does so often.  An update of these alone is logged with
+ * their new values (patch_counters takes them in); if it is one, value (NOT NULL: the
+ * table refuses a NULL) goes into *counters.
+ */
 static bool
-is_counter_column(bool of_node, const char *name)
+put_counter(bool of_node, const char *name, Datum value, ChangeCounters *counters)
 {
 	if (strcmp(name, "live_attempts") == 0)
-		return true;
-	return of_node && (strcmp(name, "reserved_cpu_millis") == 0 ||
-					   strcmp(name, "reserved_memory_mb") == 0 ||
-					   strcmp(name, "reserved_gpus") == 0);
+		counters->live_attempts = DatumGetInt32(value);
+	else if (!of_node)
+		return false;
+	else if (strcmp(name, "reserved_cpu_millis") == 0)
+		counters->reserved_cpu_millis = DatumGetInt32(value);
+	else if (strcmp(name, "reserved_memory_mb") == 0)
+		counters->reserved_memory_mb = DatumGetInt64(value);
+	else if (strcmp(name, "reserved_gpus") == 0)
+		counters->reserved_gpus = DatumGetInt32(value);
+	else
+		return false;
+	return true;
 }
 
 /* Whether two values of a column are the same bytes.  A varlena's header is not compared
@@ -262,28 +275,12 @@ only_counters_changed(TupleDesc desc, bool of_node, HeapTuple oldtup, HeapTuple 
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		const char *name = NameStr(att->attname);
-
 		if (att->attisdropped)
 			continue;
-		if (is_counter_column(of_node, name))
-		{
-			/* NOT NULL columns: a NULL (which the table refuses) is a change */
-			same = !nn[i];
-			if (!same)
-				break;
-			if (strcmp(name, "live_attempts") == 0)
-				counters->live_attempts = DatumGetInt32(nv[i]);
-			else if (strcmp(name, "reserved_cpu_millis") == 0)
-				counters->reserved_cpu_millis = DatumGetInt32(nv[i]);
-			else if (strcmp(name, "reserved_memory_mb") == 0)
-				counters->reserved_memory_mb = DatumGetInt64(nv[i]);
-			else
-				counters->reserved_gpus = DatumGetInt32(nv[i]);
+		if (!nn[i] && put_counter(of_node, NameStr(att->attname), nv[i], counters))
 			continue;
-		}
-		same = on[i] == nn[i] &&
-			(on[i] || same_bytes(ov[i], nv[i], att));
+		/* (a counter that is NULL, which the table refuses, counts as a change) */
+		same = on[i] == nn[i] && (on[i] || same_bytes(ov[i], nv[i], att));
 	}
 	pfree(ov);
 	pfree(nv);
@@ -297,7 +294,7 @@ only_counters_changed(TupleDesc desc, bool of_node, HeapTuple oldtup, HeapTuple 
  * TRUNCATE on sched.node and sched.worker (both have a node_id column).  Without the
  * shared change log (not preloaded) it does nothing: no backend has a mirror then.
  *
- * An UPDATE that changes only counter columns (is_counter_column) is logged as a
+ * An UPDATE that changes only counter columns (put_counter) is logged as a
  * counters entry with the version it updates (tg_trigtuple: the newest version, locked
  * by this transaction before BEFORE ROW triggers fire), the subtransaction that writes
  * the new one, and the new counters; every other change as CHANGE_NODE of the old and
@@ -822,6 +819,20 @@ cstring_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+/* Sorts ids and leaves each once at the front, as reread_nodes wants them; their number. */
+static int
+sort_unique(char **ids, int count)
+{
+	int			unique = 0;
+	int			i;
+
+	qsort(ids, count, sizeof(char *), cstring_cmp);
+	for (i = 0; i < count; i++)
+		if (unique == 0 || strcmp(ids[unique - 1], ids[i]) != 0)
+			ids[unique++] = ids[i];
+	return unique;
+}
+
 /* Re-reads `count` nodes (sorted, unique) with the active snapshot and patches every
  * capability of the mirror. */
 static void
@@ -952,11 +963,11 @@ new_version_of(Relation rel, BlockNumber nblocks, const PendingChange *c, ItemPo
  * entry of its last committed (sub)transaction names the version S sees: the row's
  * writers are ordered by its lock, a writer after that one is not settled in S (it
  * started writing after the settled one ended), and aborted writers changed nothing.
- * The rows of that version's node (or worker) get the entry's counters and the version's
- * tid; the other columns are those the mirror has, which counters entries do not change.  When
- * none committed, the mirror's row stands, unless it was read by the transaction that
- * wrote (own: it may hold a rolled back write).  Nodes whose version cannot be read this
- * way are returned in *fallback (to re-read).
+ * The rows of that version's node (or worker) get the entry's counters and the
+ * version's tid; the other columns are those the mirror has, which counters entries do
+ * not change.  When none committed, the mirror's row stands, unless it was read by the
+ * transaction that wrote (own: it may hold a rolled back write).  Nodes whose version
+ * cannot be read this way are returned in *fallback (to re-read).
  */
 static void
 patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
@@ -1119,7 +1130,8 @@ refresh(Snapshot S)
 	for (seq = M.next_seq; seq < head; seq++)
 	{
 		SchedChange *slot = &change_log->entries[seq % change_log->size];
-		SchedChange e;
+		Oid			dbid;
+		uint8		len;
 		char		id[CHANGE_ID_MAX + 1];
 
 		if (pg_atomic_read_u64(&slot->seq) != seq)
@@ -1128,36 +1140,30 @@ refresh(Snapshot S)
 			break;
 		}
 		pg_read_barrier();
-		e.dbid = slot->dbid;
-		e.xid = slot->xid;
-		e.subxid = slot->subxid;
-		e.old_tid = slot->old_tid;
-		e.worker_id = slot->worker_id;
-		e.counters = slot->counters;
-		e.kind = slot->kind;
-		e.len = slot->len;
-		memcpy(id, slot->node_id, Min(e.len, CHANGE_ID_MAX));
-		id[Min(e.len, CHANGE_ID_MAX)] = '\0';
+		dbid = slot->dbid;
+		c.seq = seq;
+		c.xid = slot->xid;
+		c.subxid = slot->subxid;
+		c.kind = slot->kind;
+		c.old_tid = slot->old_tid;
+		c.worker_id = slot->worker_id;
+		c.counters = slot->counters;
+		len = Min(slot->len, CHANGE_ID_MAX);
+		memcpy(id, slot->node_id, len);
+		id[len] = '\0';
 		pg_read_barrier();
 		if (pg_atomic_read_u64(&slot->seq) != seq)
 		{
 			lose_entries(head);
 			break;
 		}
-		if (e.dbid != MyDatabaseId)
+		if (dbid != MyDatabaseId)
 			continue;
-		if (e.kind == CHANGE_ALL)
+		if (c.kind == CHANGE_ALL)
 		{
 			lose_entries(head);
 			break;
 		}
-		c.seq = seq;
-		c.xid = e.xid;
-		c.subxid = e.subxid;
-		c.kind = e.kind;
-		c.old_tid = e.old_tid;
-		c.worker_id = e.worker_id;
-		c.counters = e.counters;
 		c.node_hash = sched_node_hash(id);
 		c.node_id = id;
 		c.own = TransactionIdIsCurrentTransactionId(c.xid);
@@ -1171,7 +1177,7 @@ refresh(Snapshot S)
 			continue;
 		}
 		/* other changes, and our own (visible in S): re-read, until settled */
-		if (!xid_settled(e.xid, S))
+		if (!xid_settled(c.xid, S))
 			add_pending(&c);
 		if (nchanged == allocated)
 			changed = repalloc(changed, sizeof(char *) * (allocated *= 2));
@@ -1239,19 +1245,14 @@ refresh(Snapshot S)
 	if (nchanged > 0 && M.ncaps > 0)
 	{
 		int			total = 0;
-		int			unique = 0;
 
 		for (i = 0; i < M.ncaps; i++)
 			total += M.caps[i].fleet.count;
-		qsort(changed, nchanged, sizeof(char *), cstring_cmp);
-		for (i = 0; i < nchanged; i++)
-			if (unique == 0 || strcmp(changed[unique - 1], changed[i]) != 0)
-				changed[unique++] = changed[i];
-		if (unique > 64 && unique > total / 4)
+		nchanged = sort_unique(changed, nchanged);
+		if (nchanged > 64 && nchanged > total / 4)
 			drop_caps();		/* cheaper to read the capabilities again */
 		else
-			reread_nodes(changed, unique);
-		nchanged = unique;
+			reread_nodes(changed, nchanged);
 	}
 	if (ncand > 0 && M.ncaps > 0)
 	{
@@ -1259,18 +1260,9 @@ refresh(Snapshot S)
 		int			nfallback;
 
 		patch_counters(cands, ncand, changed, nchanged, &fallback, &nfallback);
+		/* (a node may fall back twice: its row and its worker's) */
 		if (nfallback > 0)
-		{
-			int			unique = 0;
-
-			/* sorted and unique, as reread_nodes wants (a node may fall back twice:
-			 * its row and its worker's) */
-			qsort(fallback, nfallback, sizeof(char *), cstring_cmp);
-			for (i = 0; i < nfallback; i++)
-				if (unique == 0 || strcmp(fallback[unique - 1], fallback[i]) != 0)
-					fallback[unique++] = fallback[i];
-			reread_nodes(fallback, unique);
-		}
+			reread_nodes(fallback, sort_unique(fallback, nfallback));
 	}
 	remember_snapshot(S);
 	return true;

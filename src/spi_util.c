@@ -165,10 +165,13 @@ sched_spi_int64(int row, int col)
 {
 	bool		isnull;
 	Datum		d = sched_spi_get(row, col, &isnull);
-	Oid			typ = SPI_gettypeid(SPI_tuptable->tupdesc, col);
 
-	if (isnull)
-		return 0;
+	return isnull ? 0 : sched_datum_int64(d, SPI_gettypeid(SPI_tuptable->tupdesc, col), col);
+}
+
+int64
+sched_datum_int64(Datum d, Oid typ, int col)
+{
 	switch (typ)
 	{
 		case INT8OID:

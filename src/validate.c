@@ -668,20 +668,7 @@ col_text(const RowColumns *rc, int k)
 static int64
 col_int64(const RowColumns *rc, int k)
 {
-	if (rc->n[k])
-		return 0;
-	switch (rc->t[k])
-	{
-		case INT8OID:
-			return DatumGetInt64(rc->v[k]);
-		case INT4OID:
-			return DatumGetInt32(rc->v[k]);
-		case INT2OID:
-			return DatumGetInt16(rc->v[k]);
-		default:
-			elog(ERROR, "pg_sched: column %d has type %u, expected an integer", k, rc->t[k]);
-	}
-	return 0;					/* keep compiler quiet */
+	return rc->n[k] ? 0 : sched_datum_int64(rc->v[k], rc->t[k], k);
 }
 
 /* Columns of 0.1.0 (a database not yet updated is served too: dispatch_attempt,
