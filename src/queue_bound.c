@@ -31,7 +31,9 @@
  * hash of its database and name, each under its own spinlock, held for a compare and a
  * copy.  A slot holds the bound of one tenant (the one that stored it last); a tenant
  * whose slot holds another's has no bound, and one whose name is NAMEDATALEN bytes or
- * longer never has one.  Tenant names compare bytewise: request.tenant is COLLATE "C".
+ * longer never has one.  A slot names the table too: sched.request made again (the
+ * extension dropped and created) starts without bounds.  A database at 0.1.0 has no
+ * trigger, and its fetches use no bound.  Tenant names compare bytewise: request.tenant is COLLATE "C".
  */
 #include "postgres.h"
 
@@ -64,6 +66,7 @@ typedef struct BoundSlot
 	uint64		generation;		/* advanced by every entry made in a tenant of the slot */
 	bool		valid;
 	Oid			dbid;
+	Oid			relid;			/* sched.request's: a table made again has none */
 	char		tenant[NAMEDATALEN];
 	SchedQueueKey bound;
 } BoundSlot;
@@ -108,9 +111,16 @@ slot_of(const char *tenant, size_t len)
 }
 
 static bool
-slot_holds(const BoundSlot *s, const char *tenant)
+slot_holds(const BoundSlot *s, Oid relid, const char *tenant)
 {
-	return s->valid && s->dbid == MyDatabaseId && strcmp(s->tenant, tenant) == 0;
+	return s->valid && s->dbid == MyDatabaseId && s->relid == relid &&
+		strcmp(s->tenant, tenant) == 0;
+}
+
+static Oid
+request_relid(void)
+{
+	return get_relname_relid("request", get_namespace_oid("sched", false));
 }
 
 static int
@@ -128,11 +138,9 @@ key_cmp(const SchedQueueKey *a, const SchedQueueKey *b)
 /* the first version of the tenant's range at or after *from (NULL: its head) that a dirty
  * snapshot returns, into *found; false when there is none */
 static bool
-first_not_dead(const char *tenant, const SchedQueueKey *from, SchedQueueKey *found)
+first_not_dead(Oid relid, const char *tenant, const SchedQueueKey *from, SchedQueueKey *found)
 {
-	Oid			nsp = get_namespace_oid("sched", false);
-	Oid			relid = get_relname_relid("request", nsp);
-	Oid			indexid = get_relname_relid("request_queue_idx", nsp);
+	Oid			indexid = get_relname_relid("request_queue_idx", get_namespace_oid("sched", false));
 	SnapshotData dirty;
 	Relation	rel;
 	Relation	index;
@@ -193,11 +201,16 @@ sched_queue_bound(const char *tenant, SchedQueueKey *bound)
 	uint64		generation;
 	SchedQueueKey found;
 
-	if (slots == NULL || len >= NAMEDATALEN || IsolationUsesXactSnapshot())
+	Oid			relid;
+
+	/* (a 0.1.0 schema has no trigger request_queued to lower the bound) */
+	if (slots == NULL || len >= NAMEDATALEN || IsolationUsesXactSnapshot() ||
+		!sched_schema_is_0_2())
 		return false;
+	relid = request_relid();
 	s = slot_of(tenant, len);
 	SpinLockAcquire(&s->mutex);
-	have = slot_holds(s, tenant);
+	have = slot_holds(s, relid, tenant);
 	if (have)
 		*bound = s->bound;
 	generation = s->generation;
@@ -205,7 +218,7 @@ sched_queue_bound(const char *tenant, SchedQueueKey *bound)
 
 	/* only a transaction that has written nothing may move the bound (see above) */
 	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()) &&
-		first_not_dead(tenant, have ? bound : NULL, &found) &&
+		first_not_dead(relid, tenant, have ? bound : NULL, &found) &&
 		(!have || key_cmp(&found, bound) > 0))
 	{
 		SpinLockAcquire(&s->mutex);
@@ -213,6 +226,7 @@ sched_queue_bound(const char *tenant, SchedQueueKey *bound)
 		{
 			s->valid = true;
 			s->dbid = MyDatabaseId;
+			s->relid = relid;
 			strlcpy(s->tenant, tenant, NAMEDATALEN);
 			s->bound = found;
 			*bound = found;
@@ -267,7 +281,7 @@ sched_request_queued(PG_FUNCTION_ARGS)
 	s = slot_of(tenant, strlen(tenant));
 	SpinLockAcquire(&s->mutex);
 	s->generation++;
-	if (slot_holds(s, tenant) && key_cmp(&key, &s->bound) < 0)
+	if (slot_holds(s, RelationGetRelid(td->tg_relation), tenant) && key_cmp(&key, &s->bound) < 0)
 		s->bound = key;
 	SpinLockRelease(&s->mutex);
 	return PointerGetDatum(NULL);
