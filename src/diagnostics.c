@@ -14,6 +14,8 @@
 
 #include "fleet_mirror.h"
 #include "counters.h"
+#include "queue_bound.h"
+#include "queue_held.h"
 #include "validate.h"
 #include "spi_util.h"
 #include "settings.h"
@@ -562,6 +564,35 @@ sched_dispatch_counters(PG_FUNCTION_ARGS)
 		values[2] = Int64GetDatum(conflicts);
 		values[3] = Int64GetDatum(held_passed);
 	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/* sched._queue_fetch_stats() → (held_published, held_passed_over, bounds_found,
+ * bounds_used): this backend's side of the queue fetch's shared state: the requests its
+ * transaction has published as held and the rows its fetches left out as held by others
+ * (queue_held.c); its scans that moved a tenant's bound and its fetches that started at
+ * one (queue_bound.c).  Since the backend started, except the first. */
+PG_FUNCTION_INFO_V1(sched_queue_fetch_stats);
+
+Datum
+sched_queue_fetch_stats(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	int			published;
+	int64		passed_over;
+	int64		found;
+	int64		used;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_sched: _queue_fetch_stats must return a record");
+	sched_queue_held_stats(&published, &passed_over);
+	sched_queue_bound_stats(&found, &used);
+	values[0] = Int32GetDatum(published);
+	values[1] = Int64GetDatum(passed_over);
+	values[2] = Int64GetDatum(found);
+	values[3] = Int64GetDatum(used);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 

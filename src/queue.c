@@ -21,6 +21,10 @@
  * stays locked by this transaction until it ends, dispatched or not.  A batch reads at
  * most as many rows as the caller still wants (QueueScan.want), so a call holds few
  * requests it does not get to.  Consumers re-check that each request is still ready.
+ * A tenant's first batch starts at its bound, past the dead entries at the head of
+ * request_queue_idx (queue_bound.c); dispatch_next's batches also leave out, without a
+ * try of their row locks, the requests other running transactions hold
+ * (queue_held.c: they publish what their batches return).
  *
  * Waiting for capacity (dispatch_next).  Requests of one shape (request.shape: a hash of
  * everything admission reads) are admitted by exactly the same nodes.  So a call judges
@@ -43,6 +47,8 @@
 #include "validate.h"
 #include "spi_util.h"
 #include "settings.h"
+#include "queue_bound.h"
+#include "queue_held.h"
 
 #include "storage/backendid.h"
 
@@ -122,7 +128,8 @@ static SchedStatement starving_batch = {
  * tenants a limit holds back for the rest of the call (queue_exclude_key/_tenant) */
 #define LIMITED_FILTER(keys, tenants) \
 	"   AND (r.concurrency_key IS NULL OR r.concurrency_key OPERATOR(pg_catalog.<>) ALL (" keys "::pg_catalog.text[])) " \
-	"   AND r.tenant OPERATOR(pg_catalog.<>) ALL (" tenants "::pg_catalog.text[]) "
+	"   AND r.tenant OPERATOR(pg_catalog.<>) ALL (" tenants "::pg_catalog.text[]) " \
+	"   AND NOT sched._request_held_elsewhere(r.request_id) "
 
 /*
  * dispatch_next's batches run at every call, so they are planned once (generic): the
@@ -302,6 +309,8 @@ typedef struct QueueScan
 	int			nexcluded_keys;
 	char	  **excluded_tenants;
 	int			nexcluded_tenants;
+	/* dispatch_next: rows its fetches left out, held by other running transactions */
+	int64		held_passed;
 } QueueScan;
 
 /* The shapes the batch statements leave out, as an int8[] parameter. */
@@ -461,8 +470,12 @@ fetch_starving(QueueScan *q)
 		v[8] = text_array(q->excluded_keys, q->nexcluded_keys);
 		v[9] = text_array(q->excluded_tenants, q->nexcluded_tenants);
 	}
+	if (q->with_shapes)
+		sched_queue_held_collect();
 	sched_spi_exec(q->with_shapes ? &starving_batch_shapes : &starving_batch, v, n, false, 0,
 				   SPI_OK_SELECT);
+	if (q->with_shapes)
+		q->held_passed += sched_queue_held_release();
 	q->starving_buffered = (int) SPI_processed;
 	q->starving_next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))
@@ -477,6 +490,7 @@ fetch_starving(QueueScan *q)
 		q->starving_ckeys[i] = q->with_shapes ? sched_spi_text((int) i, 7) : NULL;
 		q->starving_queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		q->starving_request_id = q->starving_buffer[i];
+		sched_queue_held_publish(q->starving_buffer[i]);
 	}
 }
 
@@ -488,6 +502,18 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 	uint64		i;
 	bool		isnull;
 
+	/* the first fetch of the tenant starts where its queue begins (queue_bound.c) */
+	if (t->request_id == PG_INT64_MIN && t->queued_at == DT_NOBEGIN)
+	{
+		SchedQueueKey bound;
+
+		if (sched_queue_bound(t->name, &bound))
+		{
+			t->sort_key = bound.sort_key;
+			t->queued_at = bound.queued_at;
+			t->request_id = bound.request_id - 1;	/* the bound itself comes next */
+		}
+	}
 	v[0] = CStringGetTextDatum(t->name);
 	v[1] = Float8GetDatum(t->sort_key);
 	v[2] = TimestampTzGetDatum(t->queued_at);
@@ -502,8 +528,12 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 		v[9] = text_array(q->excluded_keys, q->nexcluded_keys);
 		v[10] = text_array(q->excluded_tenants, q->nexcluded_tenants);
 	}
+	if (q->with_shapes)
+		sched_queue_held_collect();
 	sched_spi_exec(q->with_shapes ? &tenant_batch_shapes : &tenant_batch, v, n, false, 0,
 				   SPI_OK_SELECT);
+	if (q->with_shapes)
+		q->held_passed += sched_queue_held_release();
 	t->buffered = (int) SPI_processed;
 	t->next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))
@@ -518,6 +548,7 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 		t->sort_key = DatumGetFloat8(sched_spi_get((int) i, 2, &isnull));
 		t->queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		t->request_id = t->buffer[i];
+		sched_queue_held_publish(t->buffer[i]);
 	}
 }
 

@@ -14,7 +14,12 @@
  *     under the scope's LWLock of the module;
  *   - dispatch counters (counters.c): atomics, no lock;
  *   - wake-ups of waiting worker sessions (wakeup.c): one slot per backend, written only
- *     by its backend, each under its own spinlock, held for a copy of the slot.
+ *     by its backend, each under its own spinlock, held for a copy of the slot;
+ *   - requests held from the queue (queue_held.c): one slot per backend, written only by
+ *     its backend, each under its own spinlock, held for one append, one truncation or
+ *     a copy of the slot;
+ *   - where each tenant's queue begins (queue_bound.c): slots chosen by a hash of the
+ *     tenant, each under its own spinlock, held for a compare and a copy.
  * No code holds two of these locks at once, waits or raises an error while holding one,
  * or holds one across a call into another module.  AddinShmemInitLock is held only here,
  * while the parts are created or attached at startup.
@@ -30,6 +35,8 @@
 #include "fleet_mirror.h"
 #include "inflight.h"
 #include "limit_claims.h"
+#include "queue_bound.h"
+#include "queue_held.h"
 #include "shmem.h"
 #include "wakeup.h"
 
@@ -46,6 +53,8 @@ static const SchedShmemPart parts[] = {
 	{"pg_sched limit claims", sched_limit_claims_shmem_size, sched_limit_claims_shmem_attach},
 	{"pg_sched dispatch counters", sched_counters_shmem_size, sched_counters_shmem_attach},
 	{"pg_sched worker wake-ups", sched_wakeup_shmem_size, sched_wakeup_shmem_attach},
+	{"pg_sched requests held", sched_queue_held_shmem_size, sched_queue_held_shmem_attach},
+	{"pg_sched queue bounds", sched_queue_bound_shmem_size, sched_queue_bound_shmem_attach},
 };
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -90,4 +99,5 @@ sched_shmem_preload(void)
 	sched_inflight_preload();
 	sched_limit_claims_preload();
 	sched_wakeup_preload();
+	sched_queue_held_preload();
 }

@@ -137,3 +137,34 @@ RETURNS record
 AS 'MODULE_PATHNAME', 'sched_dispatch_counters'
 LANGUAGE C VOLATILE;
 
+
+/* The filter of dispatch_next's queue fetch (queue_held.c): whether another running
+ * transaction held the request locked when the fetch began, so that the fetch passes over
+ * it without trying its row lock.  False outside a fetch.  Internal: the owner's only. */
+CREATE OR REPLACE FUNCTION sched._request_held_elsewhere(request_id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'sched_request_held_elsewhere'
+LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+
+/* This backend's side of the queue fetch's shared state (diagnostics.c): the requests its
+ * transaction has published as held, the rows its fetches left out as held by others,
+ * its scans that moved a tenant's bound and its fetches that started at one.
+ * Internal: the owner's only. */
+CREATE OR REPLACE FUNCTION sched._queue_fetch_stats(OUT held_published int, OUT held_passed_over bigint,
+                                                    OUT bounds_found bigint, OUT bounds_used bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'sched_queue_fetch_stats'
+LANGUAGE C VOLATILE;
+
+/* Where each tenant's queue begins (queue_bound.c): every version that enters
+ * request_queue_idx's range lowers its tenant's bound to its key. */
+CREATE OR REPLACE FUNCTION sched._request_queued()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'sched_request_queued'
+LANGUAGE C;
+CREATE OR REPLACE TRIGGER request_queued AFTER INSERT OR UPDATE ON sched.request
+    FOR EACH ROW WHEN (NEW.state IN ('PENDING', 'CLAIMED'))
+    EXECUTE FUNCTION sched._request_queued();
+-- also when rows are applied as a replica (session_replication_role): a row that entered
+-- the range without lowering the bound would be passed over
+ALTER TABLE sched.request ENABLE ALWAYS TRIGGER request_queued;
