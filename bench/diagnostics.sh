@@ -190,6 +190,7 @@ echo "[diagnostics] done in $(( $(date +%s) - T_START )) s"
     printf '%s' "$rows"
     echo
     echo "\`pending\` evaluates admission once per distinct shape over the capability's whole"
-    echo "fleet (src/diagnostics.c), so its cost grows with nodes x shapes, not nodes x requests."
+    echo "fleet, taken in classes of nodes alike for admission (src/diagnostics.c, src/fleet.c),"
+    echo "so its cost grows with node classes x shapes plus nodes plus requests."
 } >>"$OUT/RESULTS.md"
 echo "[diagnostics] appended to $OUT/RESULTS.md"

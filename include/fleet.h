@@ -34,13 +34,16 @@ typedef struct SchedFleet
 /* How sched_fleet_load (and sched_fleet_read, fleet_mirror.h) read (flags). */
 #define SCHED_FLEET_ALL_NODES	0x01	/* every node (LEFT JOIN), sorted by node_id bytewise;
 										 * otherwise only nodes with a worker for the
-										 * capability, in no particular order */
+										 * capability (sorted too, by sched_fleet_load) */
 #define SCHED_FLEET_FRESH		0x02	/* a new snapshot that sees this transaction's own
 										 * earlier writes (dispatch); otherwise the calling
 										 * statement's snapshot (STABLE functions) */
 #define SCHED_FLEET_LABELS		0x04	/* parse node labels (else left empty) */
 #define SCHED_FLEET_COPY		0x08	/* the caller will modify the rows (not their
 										 * strings): never hand out the mirror's */
+#define SCHED_FLEET_NO_WORKERS	0x10	/* sched_fleet_load: every node, sorted by node_id
+										 * bytewise, none with a worker (the capability is
+										 * not read): to be merged, below */
 
 /* The columns of a fleet row (fleet.c decodes them; fleet_mirror.c reads them too). */
 #define SCHED_FLEET_COLUMNS_WITH(worker_tid) \
@@ -65,6 +68,15 @@ extern void sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r,
  * sched_fleet_read (fleet_mirror.h), which answers from the mirror where it can. */
 extern void sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
 							 SchedFleet *fleet);
+
+/*
+ * Into *out, what sched_fleet_load(capability, SCHED_FLEET_ALL_NODES | SCHED_FLEET_LABELS)
+ * reads, from two reads of one snapshot: `nodes` (SCHED_FLEET_NO_WORKERS |
+ * SCHED_FLEET_LABELS, which serves every capability) and `capable` (the capability's,
+ * without SCHED_FLEET_LABELS: each of its rows takes the labels of its node in `nodes`).
+ * The rows share their strings with the two fleets, which must outlive *out.
+ */
+extern void sched_fleet_merge(const SchedFleet *nodes, const SchedFleet *capable, SchedFleet *out);
 
 /* SCHED_FLEET_LABELS when placement p needs node labels (for eligibility alone, only
  * required labels matter; for scores, preferred ones too). */
@@ -91,5 +103,29 @@ extern int	sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, S
  */
 extern char *sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet,
 								 SchedVerdict *verdict);
+
+/*
+ * The nodes of a fleet in classes of nodes alike for admission at one heartbeat cutoff:
+ * sched_admission() of an unpinned request gives every node of a class the same reasons
+ * (fleet.c says which fields make a class).  For the operators' views, which explain
+ * every shape of the queue over the whole fleet: a real fleet has a few kinds of nodes.
+ */
+typedef struct SchedFleetClasses
+{
+	int			count;			/* classes */
+	const SchedCandidate **members;	/* the first node of each class, in fleet order */
+	int		   *sizes;			/* how many nodes each class has */
+	int			nodes;			/* of the fleet */
+	int64_t		heartbeat_cutoff;
+} SchedFleetClasses;
+
+/* Classifies the fleet's nodes (the classes point into fleet, which must outlive them). */
+extern void sched_fleet_classify(const SchedFleet *fleet, int64_t heartbeat_cutoff,
+								 SchedFleetClasses *out);
+
+/* sched_fleet_summary() of an unpinned request whose heartbeat cutoff is the classes',
+ * from one node of each class. */
+extern char *sched_fleet_classes_summary(const SchedPlacement *p, const SchedFleetClasses *classes,
+										 SchedVerdict *verdict);
 
 #endif							/* PG_SCHED_FLEET_H */

@@ -16,9 +16,9 @@ extern void sched_queue_held_publish(int64 request_id);
 
 /* Puts in force, for the statement that follows, the set of requests other running
  * transactions of this database hold (sched._request_held_elsewhere reads it); release
- * ends it and returns how many rows it left out since collect. */
+ * ends it and adds the rows it left out to this backend's count. */
 extern void sched_queue_held_collect(void);
-extern int64 sched_queue_held_release(void);
+extern void sched_queue_held_release(void);
 
 /* This backend's requests published now, and the rows its fetches have left out. */
 extern void sched_queue_held_stats(int *published, int64 *passed_over);

@@ -40,6 +40,13 @@ extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
 extern Portal sched_spi_cursor_open(SchedStatement *stmt, Datum *values, const char *nulls,
 									bool read_only);
 
+/* Pins search_path to pg_catalog, pg_temp, the path in the proconfig of every other
+ * function of schema sched, in a GUC nest level the caller ends with
+ * AtEOXact_GUC(true, level) (or the abort of the (sub)transaction on error): for a
+ * function called once per row that has no proconfig and runs SQL only now and then
+ * (sched.pending_explanation, see spi_util.c). */
+extern int	sched_pin_search_path(void);
+
 /* Runs a kept statement; fails loudly unless SPI returns `expected`.  Returns in the
  * caller's memory context (SPI itself returns in its procedure context). */
 extern void sched_spi_exec(SchedStatement *stmt, Datum *values, const char *nulls,

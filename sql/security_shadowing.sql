@@ -404,6 +404,12 @@ SELECT request_id, tenant, capability, priority, state, pinned_to
   FROM sched.pending('2024-01-01 00:00:10+00') ORDER BY request_id;
 SELECT request_id, explanation IS NOT NULL AS explained
   FROM sched.pending_explanations('2024-01-01 00:00:10+00') ORDER BY request_id;
+-- the view's per-row function has no proconfig (it pins the path itself while it runs
+-- SQL): every row explained with the attacker's path in force, and the path given back
+SELECT pg_catalog.count(explanation) AS explained, pg_catalog.current_setting('search_path') AS path
+  FROM sched.pending;
+SELECT (sched.pending_explanation('build', '1', '{"zone": "b"}', 0, 0, 0, 0, 0, 0, NULL,
+                                  '2024-01-01 00:00:10+00')).blocked AS blocked_zone_b;
 
 -- S1, attempt 1: dispatch, poll, start, renew, finish FAILED (a retry is queued)
 SELECT outcome, node_id, worker_id, lease_version, score

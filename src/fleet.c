@@ -69,6 +69,14 @@ static SchedStatement fleet_all = {
 	1, {TEXTOID}, NULL, true
 };
 
+/* every node, with the worker columns NULL (SCHED_FLEET_NO_WORKERS) */
+static SchedStatement fleet_nodes = {
+	FLEET_COLUMNS
+	"  FROM sched.node n LEFT JOIN sched.worker w ON false "
+	" ORDER BY n.node_id COLLATE pg_catalog.\"C\"",
+	0, {InvalidOid}, NULL, true
+};
+
 #define FC_COUNT FC_NODE_TID
 #define FLEET_CHUNK 512
 
@@ -175,7 +183,8 @@ void
 sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
 				 SchedFleet *fleet)
 {
-	SchedStatement *stmt = (flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
+	SchedStatement *stmt = (flags & SCHED_FLEET_NO_WORKERS) ? &fleet_nodes :
+		(flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
 	Datum		arg = CStringGetTextDatum(capability);
 	Portal		portal;
 	int			allocated = 1024;
@@ -211,6 +220,33 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 	}
 	SPI_cursor_close(portal);
 	MemoryContextSwitchTo(caller);
+}
+
+void
+sched_fleet_merge(const SchedFleet *nodes, const SchedFleet *capable, SchedFleet *out)
+{
+	int			i = 0;
+	int			j = 0;
+
+	out->count = 0;
+	out->busy_count = 0;
+	out->rows = palloc(sizeof(SchedFleetRow) * Max(nodes->count + capable->count, 1));
+	/* both sorted by node_id bytewise; a worker's node is in `nodes` (the same snapshot) */
+	while (i < nodes->count || j < capable->count)
+	{
+		int			cmp = i == nodes->count ? 1 : j == capable->count ? -1 :
+			strcmp(nodes->rows[i].c.node_id, capable->rows[j].c.node_id);
+		SchedFleetRow *row = &out->rows[out->count++];
+
+		if (cmp < 0)
+			*row = nodes->rows[i++];
+		else
+		{
+			*row = capable->rows[j++];
+			if (cmp == 0)
+				row->c.labels = nodes->rows[i++].c.labels;
+		}
+	}
 }
 
 int
@@ -414,29 +450,186 @@ sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, SchedRanked 
 	return n;
 }
 
+/* What a summary counts: nodes, those admitted, each reason, and the verdict so far. */
+typedef struct SummaryTally
+{
+	int			nodes;
+	int			ok;
+	int			counts[SCHED_R_COUNT];
+	SchedVerdict verdict;
+} SummaryTally;
+
+/* Adds n nodes that sched_admission() gives the reasons r. */
+static void
+tally_add(SummaryTally *t, SchedReasonSet r, int n)
+{
+	int			k;
+
+	t->nodes += n;
+	if (r == 0)
+		t->ok += n;
+	t->verdict = sched_verdict_add(t->verdict, r);
+	for (k = 0; k < SCHED_R_COUNT; k++)
+		if (r & SCHED_REASON_BIT(k))
+			t->counts[k] += n;
+}
+
+static char *
+tally_summary(const SummaryTally *t, SchedVerdict *verdict)
+{
+	size_t		len = sched_format_summary(NULL, 0, t->nodes, t->ok, t->counts);
+	char	   *buf = palloc(len + 1);
+
+	sched_format_summary(buf, len + 1, t->nodes, t->ok, t->counts);
+	if (verdict != NULL)
+		*verdict = t->verdict;
+	return buf;
+}
+
 char *
 sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, SchedVerdict *verdict)
 {
-	int			counts[SCHED_R_COUNT] = {0};
-	int			ok = 0;
-	SchedVerdict v = SCHED_VERDICT_STATIC;
+	SummaryTally t = {0};
 	int			i;
-	size_t		len;
-	char	   *buf;
 
+	t.verdict = SCHED_VERDICT_STATIC;
+	for (i = 0; i < fleet->count; i++)
+		tally_add(&t, sched_admission(p, &fleet->rows[i].c), 1);
+	return tally_summary(&t, verdict);
+}
+
+static void
+append_key_string(StringInfo buf, const char *str)
+{
+	if (str == NULL)
+		appendStringInfoChar(buf, '\0');
+	else
+	{
+		appendStringInfoChar(buf, '\1');
+		appendBinaryStringInfo(buf, str, strlen(str) + 1);
+	}
+}
+
+/*
+ * The class key of a node: every field sched_admission() reads of a candidate but its
+ * node_id (which only a pin compares), with the heartbeat as whether it has expired at
+ * the cutoff, and the worker's fields only when it has one (a node's labels are plain
+ * {key: value} pairs).  Keep in step with sched_admission() (placement.c): a field it
+ * reads that is left out here would explain nodes by another node's values.  Strings
+ * are written with a NULL mark and their terminating NUL, and every list with its length
+ * first, so two candidates that differ in any of them never write one key.
+ */
+static void
+class_key(StringInfo buf, const SchedCandidate *c, int64_t heartbeat_cutoff)
+{
+	int64_t		numbers[6];
+	int32_t		status[2];
+	int			i;
+
+	resetStringInfo(buf);
+	status[0] = (int32_t) c->management_status;
+	status[1] = c->has_worker ? 1 : 0;
+	appendBinaryStringInfo(buf, (char *) status, sizeof(status));
+	numbers[0] = c->cpu_millis;
+	numbers[1] = c->memory_mb;
+	numbers[2] = c->gpus;
+	numbers[3] = c->reserved_cpu_millis;
+	numbers[4] = c->reserved_memory_mb;
+	numbers[5] = c->reserved_gpus;
+	appendBinaryStringInfo(buf, (char *) numbers, sizeof(numbers));
+	if (c->has_worker)
+	{
+		int32_t		worker[6];
+
+		worker[0] = (int32_t) c->runtime_state;
+		worker[1] = (int32_t) c->scheduling_status;
+		worker[2] = (!c->has_heartbeat || c->last_heartbeat < heartbeat_cutoff) ? 1 : 0;
+		worker[3] = c->slots;
+		worker[4] = c->worker_live_attempts;
+		worker[5] = c->version_count;
+		appendBinaryStringInfo(buf, (char *) worker, sizeof(worker));
+		for (i = 0; i < c->version_count; i++)
+			append_key_string(buf, c->versions[i]);
+	}
+	appendBinaryStringInfo(buf, (char *) &c->labels.count, sizeof(c->labels.count));
+	for (i = 0; i < c->labels.count; i++)
+	{
+		const SchedLabel *l = &c->labels.items[i];
+
+		append_key_string(buf, l->key);
+		append_key_string(buf, l->value);
+	}
+}
+
+typedef struct ClassSlot
+{
+	char	   *key;			/* NULL: free */
+	int			keylen;
+	int			class;
+} ClassSlot;
+
+void
+sched_fleet_classify(const SchedFleet *fleet, int64_t heartbeat_cutoff, SchedFleetClasses *out)
+{
+	int			size = 16;
+	ClassSlot  *slots;
+	StringInfoData key;
+	int			i;
+
+	while (size < 2 * fleet->count)
+		size *= 2;
+	slots = palloc0(sizeof(ClassSlot) * size);
+	out->count = 0;
+	out->members = palloc(sizeof(SchedCandidate *) * Max(fleet->count, 1));
+	out->sizes = palloc(sizeof(int) * Max(fleet->count, 1));
+	out->nodes = fleet->count;
+	out->heartbeat_cutoff = heartbeat_cutoff;
+	initStringInfo(&key);
 	for (i = 0; i < fleet->count; i++)
 	{
-		SchedReasonSet r = sched_admission(p, &fleet->rows[i].c);
+		const SchedCandidate *c = &fleet->rows[i].c;
+		uint32		h;
+		int			j;
 
-		if (r == 0)
-			ok++;
-		v = sched_verdict_add(v, r);
-		sched_count_reasons(r, counts);
+		class_key(&key, c, heartbeat_cutoff);
+		h = hash_bytes((const unsigned char *) key.data, key.len);
+		for (j = h & (size - 1);; j = (j + 1) & (size - 1))
+		{
+			if (slots[j].key == NULL)
+			{
+				slots[j].key = palloc(key.len);
+				memcpy(slots[j].key, key.data, key.len);
+				slots[j].keylen = key.len;
+				slots[j].class = out->count;
+				out->members[out->count] = c;
+				out->sizes[out->count] = 1;
+				out->count++;
+				break;
+			}
+			if (slots[j].keylen == key.len && memcmp(slots[j].key, key.data, key.len) == 0)
+			{
+				out->sizes[slots[j].class]++;
+				break;
+			}
+		}
 	}
-	len = sched_format_summary(NULL, 0, fleet->count, ok, counts);
-	buf = palloc(len + 1);
-	sched_format_summary(buf, len + 1, fleet->count, ok, counts);
-	if (verdict != NULL)
-		*verdict = v;
-	return buf;
+	for (i = 0; i < size; i++)
+		if (slots[i].key != NULL)
+			pfree(slots[i].key);
+	pfree(slots);
+	pfree(key.data);
+}
+
+char *
+sched_fleet_classes_summary(const SchedPlacement *p, const SchedFleetClasses *classes,
+							SchedVerdict *verdict)
+{
+	SummaryTally t = {0};
+	int			i;
+
+	Assert(p->pin_node_id == NULL && p->heartbeat_cutoff == classes->heartbeat_cutoff);
+	t.verdict = SCHED_VERDICT_STATIC;
+	for (i = 0; i < classes->count; i++)
+		tally_add(&t, sched_admission(p, classes->members[i]), classes->sizes[i]);
+	return tally_summary(&t, verdict);
 }

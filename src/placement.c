@@ -332,6 +332,8 @@ max64(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
+/* (every field of the candidate read here but node_id is in the class key of fleet.c,
+ * class_key: nodes alike in those are explained together) */
 SchedReasonSet
 sched_admission(const SchedPlacement *p, const SchedCandidate *c)
 {

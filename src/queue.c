@@ -309,8 +309,6 @@ typedef struct QueueScan
 	int			nexcluded_keys;
 	char	  **excluded_tenants;
 	int			nexcluded_tenants;
-	/* dispatch_next: rows its fetches left out, held by other running transactions */
-	int64		held_passed;
 } QueueScan;
 
 /* The shapes the batch statements leave out, as an int8[] parameter. */
@@ -475,7 +473,7 @@ fetch_starving(QueueScan *q)
 	sched_spi_exec(q->with_shapes ? &starving_batch_shapes : &starving_batch, v, n, false, 0,
 				   SPI_OK_SELECT);
 	if (q->with_shapes)
-		q->held_passed += sched_queue_held_release();
+		sched_queue_held_release();
 	q->starving_buffered = (int) SPI_processed;
 	q->starving_next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))
@@ -533,7 +531,7 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 	sched_spi_exec(q->with_shapes ? &tenant_batch_shapes : &tenant_batch, v, n, false, 0,
 				   SPI_OK_SELECT);
 	if (q->with_shapes)
-		q->held_passed += sched_queue_held_release();
+		sched_queue_held_release();
 	t->buffered = (int) SPI_processed;
 	t->next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))

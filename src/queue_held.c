@@ -267,15 +267,12 @@ sched_queue_held_collect(void)
 	set_active = true;
 }
 
-int64
+void
 sched_queue_held_release(void)
 {
-	int64		hits = set_hits;
-
 	set_active = false;
+	passed_total += set_hits;
 	set_hits = 0;
-	passed_total += hits;
-	return hits;
 }
 
 /*

@@ -223,8 +223,8 @@ SELECT r.request_id,
        r.tenant::text COLLATE pg_catalog."default" AS tenant,
        (r.capability || '@' || r.capability_version) COLLATE pg_catalog."default" AS capability,
        r.priority,
-       round((r.priority + greatest(extract(epoch FROM $1 - r.queued_at), 0)
-                          / lim.aging_s)::numeric, 2) AS effective_priority,
+       round(r.priority + greatest(extract(epoch FROM $1 - r.queued_at), 0) / lim.aging_s, 2)
+           AS effective_priority,
        date_trunc('second', greatest($1 - r.queued_at, interval '0')) AS waited,
        r.tries,
        greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
@@ -242,12 +242,15 @@ SELECT r.request_id,
        r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
        r.last_reason COLLATE pg_catalog."default" AS last_reason
   FROM sched.request r
-  -- (once per query, behind OFFSET 0: each call of a function of pg_sched switches its
-  -- search_path)
+  -- (once per query, as uncorrelated sub-selects: each call of a function of pg_sched
+  -- switches its search_path, and the subquery itself is scanned again for every row;
+  -- aging_s is a numeric, as extract(epoch ...) is, so that no row converts one to a
+  -- float8 and back through its text)
   CROSS JOIN (SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit)
                      OR EXISTS (SELECT 1 FROM sched.rate_limit)
                      OR EXISTS (SELECT 1 FROM sched.tenant_quota) AS any_limit,
-                     sched.setting_seconds('sched.aging_interval') AS aging_s OFFSET 0) lim
+                     (SELECT sched.setting_seconds('sched.aging_interval')::numeric) AS aging_s
+              OFFSET 0) lim
   -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
   -- written to a tuplestore and read back, and a join to limit_explanations may be
   -- planned as a call of it for each request)
@@ -276,8 +279,8 @@ SELECT r.request_id,
        r.tenant::text COLLATE pg_catalog."default" AS tenant,
        (r.capability || '@' || r.capability_version) COLLATE pg_catalog."default" AS capability,
        r.priority,
-       round((r.priority + greatest(extract(epoch FROM now() - r.queued_at), 0)
-                          / lim.aging_s)::numeric, 2) AS effective_priority,
+       round(r.priority + greatest(extract(epoch FROM now() - r.queued_at), 0) / lim.aging_s, 2)
+           AS effective_priority,
        date_trunc('second', greatest(now() - r.queued_at, interval '0')) AS waited,
        r.tries,
        greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
@@ -295,12 +298,15 @@ SELECT r.request_id,
        r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
        r.last_reason COLLATE pg_catalog."default" AS last_reason
   FROM sched.request r
-  -- (once per query, behind OFFSET 0: each call of a function of pg_sched switches its
-  -- search_path)
+  -- (once per query, as uncorrelated sub-selects: each call of a function of pg_sched
+  -- switches its search_path, and the subquery itself is scanned again for every row;
+  -- aging_s is a numeric, as extract(epoch ...) is, so that no row converts one to a
+  -- float8 and back through its text)
   CROSS JOIN (SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit)
                      OR EXISTS (SELECT 1 FROM sched.rate_limit)
                      OR EXISTS (SELECT 1 FROM sched.tenant_quota) AS any_limit,
-                     sched.setting_seconds('sched.aging_interval') AS aging_s OFFSET 0) lim
+                     (SELECT sched.setting_seconds('sched.aging_interval')::numeric) AS aging_s
+              OFFSET 0) lim
   -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
   -- written to a tuplestore and read back, and a join to limit_explanations may be
   -- planned as a call of it for each request)

@@ -17,7 +17,8 @@
 --                    for every worker and tenant
 -- No role but the extension's owner writes a table.  Every function that writes runs as
 -- the owner (SECURITY DEFINER) and decides what its caller may do; every function, the
--- readers too, runs with search_path pinned to pg_catalog, pg_temp, so nothing a caller
+-- readers too, runs with search_path pinned to pg_catalog, pg_temp (one reader pins it
+-- itself, below), so nothing a caller
 -- or an ALTER ROLE/DATABASE ... SET puts on the path is ever resolved (pg_temp is never
 -- searched for functions and operators, and after pg_catalog for types and tables), and
 -- tables and pg_sched's functions are named with their schema.  The internal helpers
@@ -87,6 +88,12 @@ BEGIN
     END LOOP;
 END
 $$;
+-- But one: sched.pending_explanation, a reader in C that the view sched.pending calls
+-- once per row, pins the same path itself wherever it runs SQL, and resolves no name
+-- elsewhere (src/spi_util.c, sched_pin_search_path: a proconfig would cost each row a GUC
+-- nest level, more than the rest of the call).
+ALTER FUNCTION sched.pending_explanation(text, text, jsonb, int, bigint, int, int, bigint, int,
+                                         text, timestamptz) RESET search_path;
 
 -- The functions that write run as the owner.  Each one checks its caller itself where
 -- the role model asks for more than EXECUTE: the worker functions act only for the

@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(91);
+SELECT plan(92);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -154,7 +154,11 @@ SELECT is_empty($$
     SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace
        AND p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']
-$$, 'every function of schema sched has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+       AND p.oid <> 'sched.pending_explanation(text,text,jsonb,int,bigint,int,int,bigint,int,text,timestamptz)'::regprocedure
+$$, 'every function of schema sched but pending_explanation has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+SELECT is((SELECT proconfig FROM pg_proc
+            WHERE oid = 'sched.pending_explanation(text,text,jsonb,int,bigint,int,int,bigint,int,text,timestamptz)'::regprocedure),
+          NULL, 'pending_explanation, called once per row of sched.pending, has no proconfig: it pins search_path itself where it runs SQL');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace AND p.prosecdef
