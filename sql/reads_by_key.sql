@@ -5,6 +5,9 @@
 --   - poll_commands and wait_commands reach a worker's next command, its attempt and
 --     its request by key, however many commands other workers have had delivered
 --     (src/lifecycle.c, commands_delivered);
+--   - submit reads the queue by key (it is planned without sequential scans: PL/pgSQL
+--     keeps its plans, and one made on an empty queue scanned all of it at every later
+--     submit of the session).
 -- Measured by what a call reads (pg_stat_xact_user_tables, before and after the call in
 -- one transaction: those counters also hold earlier transactions not yet reported), not
 -- by time.
@@ -32,10 +35,17 @@ SELECT generation FROM sched.register_worker('n2', 'b', ARRAY['1'], 10,
 VACUUM ANALYZE sched.command, sched.attempt, sched.request;
 SELECT count(*) AS commands FROM sched.poll_commands('00000000-0000-0000-0000-0000000000b1', 1, 10);
 
--- 400 commands for worker a, all delivered; then one for worker b
+-- 400 commands for worker a, all delivered; then one for worker b.  The first submits
+-- of the session make its plans, on the empty queue.
 SELECT count(sched.submit(md5('e' || g)::uuid, md5('s' || g)::uuid, 'a', '1')) AS submitted
   FROM generate_series(1, 400) g;
 
+-- a later submit reads the 400 requests by key, none by a scan
+BEGIN;
+:mark \gset
+SELECT sched.submit(md5('e401')::uuid, md5('s401')::uuid, 'a', '1') > 0 AS submitted;
+:reads
+COMMIT;
 SELECT count(*) AS placed FROM sched.dispatch_next(500);
 SELECT count(*) AS delivered FROM sched.poll_commands('00000000-0000-0000-0000-0000000000a1', 1, 1000);
 SELECT sched.submit('00000000-0000-0000-0000-00000000e0b1', '00000000-0000-0000-0000-00000000a0b1', 'b', '1') > 0 AS submitted;
