@@ -38,9 +38,11 @@ CREATE FUNCTION bench.node_name(prefix text, i int)
 RETURNS text LANGUAGE sql IMMUTABLE
 AS $$ SELECT prefix || '-' || lpad(i::text, 7, '0') $$;
 
+-- (text || int is only stable, which would keep the planner from inlining the function
+-- into a prepared statement: each call would then parse and plan it again)
 CREATE FUNCTION bench.worker_uuid(prefix text, i int, capability text)
 RETURNS uuid LANGUAGE sql IMMUTABLE
-AS $$ SELECT md5('bench-worker:' || prefix || ':' || i || ':' || capability)::uuid $$;
+AS $$ SELECT md5('bench-worker:' || prefix || ':' || i::text || ':' || capability)::uuid $$;
 
 /*
  * load_fleet: nodes first..last of fleet `prefix`, one worker of `capability` on each.

@@ -124,10 +124,16 @@ static SchedStatement attempts_live_of_execution = {
 	.keyed = true
 };
 
+/* what sched._milestone writes, written here: a call of that SQL function from a
+ * statement parses and plans its body again at every execution */
 static SchedStatement milestone = {
-	"SELECT sched._milestone($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+	"INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
+	"                            attempt_id, state, component, title, detail, at) "
+	"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+	"ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING",
 	11, {UUIDOID, TEXTOID, TEXTOID, UUIDOID, INT4OID, UUIDOID, TEXTOID, TEXTOID, TEXTOID,
-		JSONBOID, TIMESTAMPTZOID}
+		JSONBOID, TIMESTAMPTZOID},
+	.generic_plan = true
 };
 
 static SchedStatement lease_extend = {
@@ -139,11 +145,14 @@ static SchedStatement lease_extend = {
 	.keyed = true
 };
 
+/* the start and the lease's extension in one row version (extend_lease's rule) */
 static SchedStatement attempt_started = {
 	"UPDATE sched.attempt x SET status = 'RUNNING', "
-	"       started_at = COALESCE(x.started_at, $2) "
-	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1",
-	2, {UUIDOID, TIMESTAMPTZOID},
+	"       started_at = COALESCE(x.started_at, $2), "
+	"       lease_expires_at = GREATEST(x.lease_expires_at, "
+	"       $2 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)) "
+	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 RETURNING x.lease_expires_at",
+	3, {UUIDOID, TIMESTAMPTZOID, FLOAT8OID},
 	.keyed = true
 };
 
@@ -323,31 +332,44 @@ static SchedStatement worker_generation = {
 /* commands of attempts that already ended (lost, failed, cancelled) are not delivered:
  * the worker could only be refused on them, except the CANCEL of a preempted attempt,
  * which ended before its worker stopped it (preemption.c); commands an earlier session
- * of the worker did not receive go to the current one (nothing else ever will) */
+ * of the worker did not receive go to the current one (nothing else ever will).
+ * One plan for every call (generic: with LIMIT $3 the plan cache found every custom
+ * plan cheaper and planned again at each call, about 3 ms, more than the rest of a
+ * wait_commands), in the order (worker_id, command_id), which only the partial index
+ * command_undelivered_idx gives without a sort: a walk of the primary key instead reads
+ * every command ever delivered to any worker.  The worker is matched as a range of one
+ * value: with worker_id = $1 the planner would drop worker_id from the order (a
+ * constant) and walk the primary key again.  The attempt, the command's own row and the
+ * request are reached by key from each row (a sub-select, an array of keys, a fenced
+ * LATERAL): a plan made once while the tables were empty would otherwise join them by
+ * full scans, and keep doing so as they grow. */
 static SchedStatement commands_delivered = {
 	"WITH next AS ( "
 	"    SELECT c.command_id FROM sched.command c "
-	"      JOIN sched.attempt a ON a.attempt_id OPERATOR(pg_catalog.=) c.attempt_id "
-	"     WHERE c.worker_id OPERATOR(pg_catalog.=) $1 AND c.delivered_at IS NULL "
+	"     WHERE c.worker_id OPERATOR(pg_catalog.>=) $1 AND c.worker_id OPERATOR(pg_catalog.<=) $1 "
+	"       AND c.delivered_at IS NULL "
 	"       AND c.worker_generation OPERATOR(pg_catalog.<=) $2 "
-	"       AND (a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
-	"            OR (c.kind OPERATOR(pg_catalog.=) 'CANCEL' AND a.status OPERATOR(pg_catalog.=) 'PREEMPTED')) "
-	"     ORDER BY c.command_id "
+	"       AND (SELECT a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
+	"                   OR (c.kind OPERATOR(pg_catalog.=) 'CANCEL' AND a.status OPERATOR(pg_catalog.=) 'PREEMPTED') "
+	"              FROM sched.attempt a WHERE a.attempt_id OPERATOR(pg_catalog.=) c.attempt_id) "
+	"     ORDER BY c.worker_id, c.command_id "
 	"     LIMIT $3 "
 	"     FOR UPDATE OF c SKIP LOCKED "
 	"), delivered AS ( "
 	"    UPDATE sched.command c SET delivered_at = $4, delivered_generation = $2 "
-	"      FROM next WHERE c.command_id OPERATOR(pg_catalog.=) next.command_id "
+	"     WHERE c.command_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT n.command_id FROM next n)) "
 	"    RETURNING c.command_id, c.kind, c.attempt_id, c.lease_version, c.request_id "
 	") "
 	"SELECT d.command_id, d.kind, d.attempt_id, d.lease_version, d.request_id, "
 	"       r.execution_id, r.step_id, r.attempt_number, r.capability, r.capability_version, "
 	"       r.payload "
-	"  FROM delivered d "
-	"  JOIN sched.request r ON r.request_id OPERATOR(pg_catalog.=) d.request_id "
+	"  FROM delivered d, LATERAL ( "
+	"       SELECT r.execution_id, r.step_id, r.attempt_number, r.capability, r.capability_version, "
+	"              r.payload FROM sched.request r "
+	"        WHERE r.request_id OPERATOR(pg_catalog.=) d.request_id OFFSET 0) r "
 	" ORDER BY d.command_id",
 	4, {UUIDOID, INT8OID, INT4OID, TIMESTAMPTZOID},
-	.keyed = true
+	.keyed = true, .ordered = true, .generic_plan = true
 };
 
 /* the details of the milestones, built as jsonb by the server (as jsonb_build_object
@@ -509,7 +531,7 @@ add_milestone(const pg_uuid_t *execution_id, const char *key, const char *stage,
 	v[9] = detail ? JsonbPGetDatum(detail) : (Datum) 0;
 	n[9] = detail ? ' ' : 'n';
 	v[10] = TimestampTzGetDatum(at);
-	sched_spi_exec(&milestone, v, n, false, 0, SPI_OK_SELECT);
+	sched_spi_exec(&milestone, v, n, false, 0, SPI_OK_INSERT);
 }
 
 /* Runs a one-column jsonb statement; the value, copied out of SPI's memory. */
@@ -1042,7 +1064,8 @@ sched_start_attempt(PG_FUNCTION_ARGS)
 	AttemptRow	a;
 	TimestampTz at;
 	TimestampTz expires;
-	Datum		v[2];
+	Datum		v[3];
+	bool		isnull;
 
 	sched_check_not_null(fcinfo, 2, "at");
 	sched_check_time(PG_GETARG_TIMESTAMPTZ(2), "at");
@@ -1053,8 +1076,9 @@ sched_start_attempt(PG_FUNCTION_ARGS)
 	live_attempt(fcinfo, 0, 1, &a);
 	v[0] = UUIDPGetDatum(&a.attempt_id);
 	v[1] = TimestampTzGetDatum(at);
-	sched_spi_exec(&attempt_started, v, NULL, false, 0, SPI_OK_UPDATE);
-	expires = extend_lease(&a.attempt_id, at);
+	v[2] = Float8GetDatum((double) sched_lease_ttl_s);
+	sched_spi_exec(&attempt_started, v, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
+	expires = DatumGetTimestampTz(sched_spi_get(0, 1, &isnull));
 	v[0] = UUIDPGetDatum(&a.execution_id);
 	sched_spi_exec(&execution_running, v, NULL, false, 0, SPI_OK_UPDATE);
 	v[0] = CStringGetTextDatum(a.node_id);

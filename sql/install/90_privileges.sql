@@ -94,6 +94,13 @@ $$;
 -- nest level, more than the rest of the call).
 ALTER FUNCTION sched.pending_explanation(text, text, jsonb, int, bigint, int, int, bigint, int,
                                          text, timestamptz) RESET search_path;
+-- And sched.submit, whose statements reach their rows by key, is planned without
+-- sequential scans too (as the C functions' keyed statements are, src/spi_util.c): PL/pgSQL
+-- keeps the plan it made for a session's first submits, and made on a queue vacuumed
+-- while empty it scanned the whole of sched.request at every later submit of the session.
+ALTER FUNCTION sched.submit(uuid, uuid, text, text, int, text, int, jsonb, jsonb, int, bigint,
+                            int, int, bigint, int, text, int, timestamptz, jsonb, text, text, uuid,
+                            int, boolean, boolean) SET enable_seqscan = off;
 
 -- The functions that write run as the owner.  Each one checks its caller itself where
 -- the role model asks for more than EXECUTE: the worker functions act only for the

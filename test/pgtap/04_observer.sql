@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(92);
+SELECT plan(93);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -155,7 +155,12 @@ SELECT is_empty($$
      WHERE p.pronamespace = 'sched'::regnamespace
        AND p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']
        AND p.oid <> 'sched.pending_explanation(text,text,jsonb,int,bigint,int,int,bigint,int,text,timestamptz)'::regprocedure
-$$, 'every function of schema sched but pending_explanation has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+       AND p.oid <> 'sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)'::regprocedure
+$$, 'every function of schema sched but pending_explanation and submit has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+SELECT is((SELECT proconfig FROM pg_proc
+            WHERE oid = 'sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)'::regprocedure),
+          ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off'],
+          'submit has the pinned search_path, and is planned without sequential scans');
 SELECT is((SELECT proconfig FROM pg_proc
             WHERE oid = 'sched.pending_explanation(text,text,jsonb,int,bigint,int,int,bigint,int,text,timestamptz)'::regprocedure),
           NULL, 'pending_explanation, called once per row of sched.pending, has no proconfig: it pins search_path itself where it runs SQL');
