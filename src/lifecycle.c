@@ -136,10 +136,13 @@ static SchedStatement milestone = {
 	.generic_plan = true
 };
 
+/* a live attempt's lease extended to $2 + $3 seconds: it never shrinks */
+#define LEASE_EXTENDED \
+	"GREATEST(x.lease_expires_at, $2 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3))"
+
 static SchedStatement lease_extend = {
 	"UPDATE sched.attempt x "
-	"   SET lease_expires_at = GREATEST(x.lease_expires_at, "
-	"       $2 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)) "
+	"   SET lease_expires_at = " LEASE_EXTENDED " "
 	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 RETURNING x.lease_expires_at",
 	3, {UUIDOID, TIMESTAMPTZOID, FLOAT8OID},
 	.keyed = true
@@ -149,8 +152,7 @@ static SchedStatement lease_extend = {
 static SchedStatement attempt_started = {
 	"UPDATE sched.attempt x SET status = 'RUNNING', "
 	"       started_at = COALESCE(x.started_at, $2), "
-	"       lease_expires_at = GREATEST(x.lease_expires_at, "
-	"       $2 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)) "
+	"       lease_expires_at = " LEASE_EXTENDED " "
 	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 RETURNING x.lease_expires_at",
 	3, {UUIDOID, TIMESTAMPTZOID, FLOAT8OID},
 	.keyed = true

@@ -328,22 +328,13 @@ BEGIN
     IF preferred_labels <> '{}' THEN
         PERFORM sched._check_labels(preferred_labels, 'preferred_labels');
     END IF;
-    IF min_cpu_millis IS NULL OR min_cpu_millis < 0 THEN
+    IF num_nulls(min_cpu_millis, min_memory_mb, min_gpus, reserve_cpu_millis, reserve_memory_mb, reserve_gpus) > 0
+       OR least(min_cpu_millis, min_memory_mb, min_gpus, reserve_cpu_millis, reserve_memory_mb, reserve_gpus) < 0 THEN
         PERFORM sched._check_nonnegative(sched._require(min_cpu_millis, 'min_cpu_millis'), 'min_cpu_millis');
-    END IF;
-    IF min_memory_mb IS NULL OR min_memory_mb < 0 THEN
         PERFORM sched._check_nonnegative(sched._require(min_memory_mb, 'min_memory_mb'), 'min_memory_mb');
-    END IF;
-    IF min_gpus IS NULL OR min_gpus < 0 THEN
         PERFORM sched._check_nonnegative(sched._require(min_gpus, 'min_gpus'), 'min_gpus');
-    END IF;
-    IF reserve_cpu_millis IS NULL OR reserve_cpu_millis < 0 THEN
         PERFORM sched._check_nonnegative(sched._require(reserve_cpu_millis, 'reserve_cpu_millis'), 'reserve_cpu_millis');
-    END IF;
-    IF reserve_memory_mb IS NULL OR reserve_memory_mb < 0 THEN
         PERFORM sched._check_nonnegative(sched._require(reserve_memory_mb, 'reserve_memory_mb'), 'reserve_memory_mb');
-    END IF;
-    IF reserve_gpus IS NULL OR reserve_gpus < 0 THEN
         PERFORM sched._check_nonnegative(sched._require(reserve_gpus, 'reserve_gpus'), 'reserve_gpus');
     END IF;
     IF node_id = '' THEN
