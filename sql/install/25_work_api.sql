@@ -7,52 +7,16 @@
 -- The sums of sched.tenant_live (20_work.sql), kept by triggers on sched.attempt
 -- ---------------------------------------------------------------------------------
 
+/* For each tenant a statement changed attempts of: the change in its live attempts and
+ * in what they reserve, from the statement's transition tables, added to its row of this
+ * backend's slot (sched._backend_slot()); TRUNCATE empties the table.  In C
+ * (src/tenant_live.c): it runs at every change of an attempt, and most (a start, say)
+ * change no sums, which it sees without running a statement. */
 CREATE OR REPLACE FUNCTION sched._attempt_live_changed()
 RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF TG_OP = 'TRUNCATE' THEN
-        DELETE FROM sched.tenant_live;
-        RETURN NULL;
-    END IF;
-    -- one statement per kind: a trigger sees only the transition tables of its event
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO sched.tenant_live AS l (tenant, backend, live, cpu_millis, memory_mb, gpus)
-        SELECT n.tenant, sched._backend_slot(), count(*), sum(n.reserve_cpu_millis),
-               sum(n.reserve_memory_mb)::bigint, sum(n.reserve_gpus)
-          FROM new_rows n WHERE n.status IN ('DISPATCHED', 'RUNNING') GROUP BY n.tenant
-        ON CONFLICT (tenant, backend) DO UPDATE
-           SET live = l.live + excluded.live, cpu_millis = l.cpu_millis + excluded.cpu_millis,
-               memory_mb = l.memory_mb + excluded.memory_mb, gpus = l.gpus + excluded.gpus;
-    ELSIF TG_OP = 'DELETE' THEN
-        INSERT INTO sched.tenant_live AS l (tenant, backend, live, cpu_millis, memory_mb, gpus)
-        SELECT o.tenant, sched._backend_slot(), -count(*), -sum(o.reserve_cpu_millis),
-               -sum(o.reserve_memory_mb)::bigint, -sum(o.reserve_gpus)
-          FROM old_rows o WHERE o.status IN ('DISPATCHED', 'RUNNING') GROUP BY o.tenant
-        ON CONFLICT (tenant, backend) DO UPDATE
-           SET live = l.live + excluded.live, cpu_millis = l.cpu_millis + excluded.cpu_millis,
-               memory_mb = l.memory_mb + excluded.memory_mb, gpus = l.gpus + excluded.gpus;
-    ELSE
-        INSERT INTO sched.tenant_live AS l (tenant, backend, live, cpu_millis, memory_mb, gpus)
-        SELECT d.tenant, sched._backend_slot(), sum(d.sign), sum(d.sign * d.cpu),
-               sum(d.sign * d.mem)::bigint, sum(d.sign * d.gpus)
-          FROM (SELECT n.tenant, 1 AS sign, n.reserve_cpu_millis::bigint AS cpu,
-                       n.reserve_memory_mb AS mem, n.reserve_gpus::bigint AS gpus
-                  FROM new_rows n WHERE n.status IN ('DISPATCHED', 'RUNNING')
-                UNION ALL
-                SELECT o.tenant, -1, o.reserve_cpu_millis, o.reserve_memory_mb, o.reserve_gpus
-                  FROM old_rows o WHERE o.status IN ('DISPATCHED', 'RUNNING')) d
-         GROUP BY d.tenant
-        HAVING sum(d.sign) <> 0 OR sum(d.sign * d.cpu) <> 0 OR sum(d.sign * d.mem) <> 0
-            OR sum(d.sign * d.gpus) <> 0
-        ON CONFLICT (tenant, backend) DO UPDATE
-           SET live = l.live + excluded.live, cpu_millis = l.cpu_millis + excluded.cpu_millis,
-               memory_mb = l.memory_mb + excluded.memory_mb, gpus = l.gpus + excluded.gpus;
-    END IF;
-    RETURN NULL;
-END $$;
+AS 'MODULE_PATHNAME', 'sched_attempt_live_changed'
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp;
 
 CREATE OR REPLACE TRIGGER attempt_live_inserted AFTER INSERT ON sched.attempt
     REFERENCING NEW TABLE AS new_rows
