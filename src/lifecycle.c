@@ -139,8 +139,7 @@ static SchedStatement attempts_live_of_execution = {
 	.keyed = true
 };
 
-/* what sched._milestone writes, written here: a call of that SQL function from a
- * statement parses and plans its body again at every execution */
+/* a milestone, appended once (idempotent on its key: 25_work_api.sql, Timeline) */
 static SchedStatement milestone = {
 	"INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
 	"                            attempt_id, state, component, title, detail, at) "

@@ -86,20 +86,11 @@ $$;
 -- Timeline
 -- ---------------------------------------------------------------------------------
 
-/* Appends one milestone; a milestone_key already recorded for the execution is kept as is. */
-CREATE OR REPLACE FUNCTION sched._milestone(
-    execution_id uuid, milestone_key text, stage text, step_id uuid, attempt_number int,
-    attempt_id uuid, state text, component text, title text, detail jsonb, at timestamptz)
-RETURNS void
-LANGUAGE sql
-SET search_path = pg_catalog, pg_temp
-AS $$
-    INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number,
-                                attempt_id, state, component, title, detail, at)
-    VALUES (execution_id, milestone_key, stage, step_id, attempt_number,
-            attempt_id, state, component, title, detail, at)
-    ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING
-$$;
+/* A milestone is appended once: each writer (submit below, src/lifecycle.c, batch.c,
+ * preemption.c) inserts it with ON CONFLICT ON CONSTRAINT timeline_milestone_once DO
+ * NOTHING, so a milestone_key already recorded for the execution is kept as is.  (0.1.0
+ * had a function for it, sched._milestone; a call of it parsed and planned its body
+ * again at every milestone.) */
 
 -- ---------------------------------------------------------------------------------
 -- Work
@@ -440,7 +431,7 @@ BEGIN
         RETURN new_id;
     END IF;
 
-    -- what sched._milestone writes (a call of that SQL function plans its body each time)
+    -- the milestone, once (see Timeline above)
     INSERT INTO sched.timeline AS t (execution_id, milestone_key, stage, step_id, attempt_number,
                                      attempt_id, state, component, title, detail, at)
     VALUES (submit.execution_id, format('step.queued:%s:%s', submit.step_id, submit.attempt_number),
