@@ -252,6 +252,7 @@ DECLARE
     existing sched.request;
     new_id bigint;
     fence regrole;
+    execution_fence regrole;
     execution_tenant text;
     execution_status text;
     gang sched.gang;
@@ -340,25 +341,28 @@ BEGIN
                   HINT = 'Pass NULL for a request that is not spread.';
     END IF;
 
-    -- the fence of the tenant named, and of the tenant of the execution if it exists
-    SELECT t.owner INTO fence FROM sched.tenant t WHERE t.tenant = submit.tenant;
+    -- the fence of the tenant named, and of the tenant of the execution if it exists (one
+    -- statement reads both; the named tenant's is checked first)
+    SELECT (SELECT t.owner FROM sched.tenant t WHERE t.tenant = submit.tenant), e.tenant, et.owner
+      INTO fence, execution_tenant, execution_fence
+      FROM (SELECT) one
+      LEFT JOIN sched.execution e ON e.execution_id = submit.execution_id
+      LEFT JOIN sched.tenant et ON et.tenant = (e.tenant COLLATE "C");
     PERFORM sched._require_tenant_access(tenant, fence);
-    SELECT e.tenant, t.owner, e.status INTO execution_tenant, fence, execution_status
-      FROM sched.execution e LEFT JOIN sched.tenant t ON t.tenant = (e.tenant COLLATE "C")
-     WHERE e.execution_id = submit.execution_id;
-    IF FOUND THEN
-        PERFORM sched._require_tenant_access(execution_tenant, fence);
+    IF execution_tenant IS NOT NULL THEN
+        PERFORM sched._require_tenant_access(execution_tenant, execution_fence);
         IF execution_tenant <> tenant THEN
             RAISE EXCEPTION 'parameter "tenant" ("%") is not the tenant of execution % ("%")',
                 tenant, execution_id, execution_tenant
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'Every step of an execution belongs to the tenant of its first submit.';
         END IF;
+    ELSE
+        -- its first submit (executions are never deleted: one that was read exists)
+        INSERT INTO sched.execution AS e (execution_id, tenant, status, created_at, updated_at)
+        VALUES (submit.execution_id, submit.tenant, 'QUEUED', now(), now())
+        ON CONFLICT ON CONSTRAINT execution_pkey DO NOTHING;
     END IF;
-
-    INSERT INTO sched.execution AS e (execution_id, tenant, status, created_at, updated_at)
-    VALUES (submit.execution_id, submit.tenant, 'QUEUED', now(), now())
-    ON CONFLICT ON CONSTRAINT execution_pkey DO NOTHING;
     SELECT e.status INTO execution_status FROM sched.execution e
      WHERE e.execution_id = submit.execution_id FOR SHARE;
 
