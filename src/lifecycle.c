@@ -72,8 +72,10 @@ typedef struct AttemptRow
 	int32		reserve_gpus;
 	TimestampTz lease_expires_at;
 	Oid			worker_owner;	/* the worker's registered_by; InvalidOid: none */
-	char	   *execution_status;	/* read without a lock, by attempt_lock_to_start
-									 * only; NULL otherwise */
+	char	   *execution_status;	/* by attempt_lock_to_start (read, not locked) and
+									 * attempt_lock_to_end (locked FOR SHARE); NULL
+									 * otherwise */
+	bool		execution_shared;	/* execution_status was read under FOR SHARE */
 } AttemptRow;
 
 #define ATTEMPT_SELECT_LIST \
@@ -97,6 +99,18 @@ static SchedStatement attempt_lock_to_start = {
 	ATTEMPT_SELECT_LIST ", (SELECT e.status FROM sched.execution e "
 	"                       WHERE e.execution_id OPERATOR(pg_catalog.=) x.execution_id) "
 	"  FROM sched.attempt x WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
+	1, {UUIDOID},
+	.keyed = true
+};
+
+/* the same with its execution locked FOR SHARE, in the lock order (the attempt, then
+ * the execution): what an end that closes no execution takes (finish_attempt
+ * SUCCEEDED or CANCELLED) */
+static SchedStatement attempt_lock_to_end = {
+	ATTEMPT_SELECT_LIST ", e.status "
+	"  FROM sched.attempt x JOIN sched.execution e "
+	"       ON e.execution_id OPERATOR(pg_catalog.=) x.execution_id "
+	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x FOR SHARE OF e",
 	1, {UUIDOID},
 	.keyed = true
 };
@@ -448,10 +462,11 @@ attempt_from_spi(int row, AttemptRow *a)
 	if (isnull)
 		a->worker_owner = InvalidOid;
 	a->execution_status = SPI_tuptable->tupdesc->natts >= 16 ? sched_spi_text(row, 16) : NULL;
+	a->execution_shared = false;
 }
 
-/* Locks attempt_id's row (FOR UPDATE) with `lock` (attempt_lock, or
- * attempt_lock_to_start); false when there is none. */
+/* Locks attempt_id's row (FOR UPDATE) with `lock` (attempt_lock, attempt_lock_to_start
+ * or attempt_lock_to_end); false when there is none. */
 static bool
 lock_attempt(SchedStatement *lock, const pg_uuid_t *attempt_id, AttemptRow *a)
 {
@@ -461,6 +476,7 @@ lock_attempt(SchedStatement *lock, const pg_uuid_t *attempt_id, AttemptRow *a)
 	if (SPI_processed == 0)
 		return false;
 	attempt_from_spi(0, a);
+	a->execution_shared = lock == &attempt_lock_to_end;
 	return true;
 }
 
@@ -810,6 +826,8 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 		if (SPI_processed == 0)
 			return false;
 	}
+	else if (a->execution_shared && !(failed && !will_retry))
+		exec_status = a->execution_status;	/* locked with the attempt, as needed */
 	else
 		exec_status = lock_execution(failed && !will_retry ? &execution_no_key_update : &execution_share,
 									 &a->execution_id);
@@ -1293,7 +1311,9 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	if (!lock_attempt(&attempt_lock, &attempt_id, &a))
+	/* the execution is locked with the attempt unless the end may close it (FAILED) */
+	if (!lock_attempt(strcmp(outcome, "FAILED") == 0 ? &attempt_lock : &attempt_lock_to_end,
+					  &attempt_id, &a))
 		unknown("attempt", sched_uuid_out(&attempt_id));
 	sched_require_worker_access(&a.worker_id, a.worker_owner);
 	if (strcmp(a.status, outcome) == 0 && a.lease_version == PG_GETARG_INT64(1))
