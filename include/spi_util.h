@@ -32,6 +32,10 @@ typedef struct SchedStatement
 								 * again) without sorts, bitmap or sequential scans */
 } SchedStatement;
 
+/* Installs the planner hook that plans the kept statements with their settings (jit
+ * off; keyed, ordered: spi_util.c); from _PG_init. */
+extern void sched_spi_install_planner_hook(void);
+
 /* The kept plan of a statement, prepared on first use. */
 extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
 

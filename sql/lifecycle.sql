@@ -188,11 +188,18 @@ SELECT pg_temp.err($$SELECT sched.renew_lease(pg_temp.att('S1'), 2, '2024-05-01 
 -- complete_execution is refused while attempts are live
 SELECT pg_temp.err($$SELECT sched.complete_execution('ec000000-0000-0000-0000-000000000001', '2024-05-01 10:07:00+00')$$);
 
--- finish S1 SUCCEEDED: its slot and reservation are released at once
-SELECT sched.finish_attempt(pg_temp.att('S1'), 1, 'SUCCEEDED', '{"exit_code": 0}', '2024-05-01 10:08:00+00');
+-- finish S1 SUCCEEDED: its slot and reservation are released at once.  The attempt
+-- keeps the worker's detail as given; the milestone has it without its null values (at
+-- any depth), beside where the attempt ran, as the start's milestone has that
+SELECT sched.finish_attempt(pg_temp.att('S1'), 1, 'SUCCEEDED',
+                            '{"exit_code": 0, "signal": null, "usage": {"cpu_s": 1.50, "peak_mb": null, "note": "a \"quoted\" word"}}',
+                            '2024-05-01 10:08:00+00');
 SELECT * FROM pg_temp.fleet ORDER BY node_id;
 SELECT step, n, status, finished_at FROM pg_temp.attempts WHERE step = 'S1';
 SELECT detail FROM sched.attempt WHERE attempt_id = pg_temp.att('S1');
+SELECT state, detail - 'worker_id' AS detail,
+       detail ->> 'worker_id' = '00000000-0000-0000-0000-0000000000a1' AS worker_id_of_w1
+  FROM sched.timeline WHERE attempt_id = pg_temp.att('S1') ORDER BY timeline_id;
 -- the same report again is harmless: same answer, nothing written
 SELECT count(*) AS timeline_rows FROM sched.timeline;
 SELECT sched.finish_attempt(pg_temp.att('S1'), 1, 'SUCCEEDED', '{"exit_code": 0}', '2024-05-01 10:08:05+00');
@@ -542,8 +549,18 @@ SELECT count(*) AS dispatched FROM sched.dispatch_next(3, at => '2024-05-01 15:0
  WHERE outcome = 'DISPATCHED';
 SELECT tenant, sum(live) AS live FROM sched.tenant_live GROUP BY tenant ORDER BY tenant;
 SELECT pg_temp.live_counters_right() AS counters_right;
-SELECT sched.finish_attempt(a.attempt_id, a.lease_version, 'SUCCEEDED', at => '2024-05-01 15:00:02+00')
+-- a start changes no sums: it writes no row of sched.tenant_live
+BEGIN;
+SELECT n_tup_ins + n_tup_upd + n_tup_del AS written FROM pg_stat_xact_user_tables
+ WHERE schemaname = 'sched' AND relname = 'tenant_live' \gset
+SELECT sched.start_attempt(a.attempt_id, a.lease_version, '2024-05-01 15:00:01.5+00') IS NOT NULL AS started
   FROM sched.attempt a WHERE a.tenant = 'ta' AND a.status = 'DISPATCHED';
+SELECT n_tup_ins + n_tup_upd + n_tup_del - :written AS tenant_live_rows_written
+  FROM pg_stat_xact_user_tables WHERE schemaname = 'sched' AND relname = 'tenant_live';
+COMMIT;
+SELECT pg_temp.live_counters_right() AS counters_right;
+SELECT sched.finish_attempt(a.attempt_id, a.lease_version, 'SUCCEEDED', at => '2024-05-01 15:00:02+00')
+  FROM sched.attempt a WHERE a.tenant = 'ta' AND a.status = 'RUNNING';
 SELECT tenant, sum(live) AS live FROM sched.tenant_live GROUP BY tenant ORDER BY tenant;
 SELECT pg_temp.live_counters_right() AS counters_right;
 DELETE FROM sched.attempt

@@ -256,41 +256,41 @@ sched_batch_count_pending(const SchedBatch *cache, SchedFleetRow *row)
 	}
 }
 
-/* A reservation's counters moved by one attempt (+1: taken, -1: released): the worker's
- * slot, then (lock order) the node's resources. */
-static SchedStatement adjust_worker = {
-	"UPDATE sched.worker w SET live_attempts = w.live_attempts OPERATOR(pg_catalog.+) $2 "
-	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
-	2, {UUIDOID, INT4OID},
-	.keyed = true
-};
-
-static SchedStatement adjust_node = {
+/*
+ * A reservation's counters moved by one attempt (+1: taken, -1: released): the worker's
+ * slot, then (lock order) the node's resources, in one statement.  The worker's UPDATE
+ * runs first, whatever the plan: the node's waits behind a one-time filter on the
+ * worker's result (an InitPlan, evaluated before the node is scanned), which holds
+ * whether or not the worker row is there, so the node is updated either way.
+ */
+static SchedStatement adjust_worker_and_node = {
+	"WITH w AS ( "
+	"    UPDATE sched.worker w SET live_attempts = w.live_attempts OPERATOR(pg_catalog.+) $2 "
+	"     WHERE w.worker_id OPERATOR(pg_catalog.=) $1 RETURNING 1) "
 	"UPDATE sched.node n SET "
-	"       reserved_cpu_millis = n.reserved_cpu_millis OPERATOR(pg_catalog.+) $2, "
-	"       reserved_memory_mb = n.reserved_memory_mb OPERATOR(pg_catalog.+) $3, "
-	"       reserved_gpus = n.reserved_gpus OPERATOR(pg_catalog.+) $4, "
-	"       live_attempts = n.live_attempts OPERATOR(pg_catalog.+) $5 "
-	" WHERE n.node_id OPERATOR(pg_catalog.=) $1",
-	5, {TEXTOID, INT4OID, INT8OID, INT4OID, INT4OID},
-	.keyed = true
+	"       reserved_cpu_millis = n.reserved_cpu_millis OPERATOR(pg_catalog.+) $4, "
+	"       reserved_memory_mb = n.reserved_memory_mb OPERATOR(pg_catalog.+) $5, "
+	"       reserved_gpus = n.reserved_gpus OPERATOR(pg_catalog.+) $6, "
+	"       live_attempts = n.live_attempts OPERATOR(pg_catalog.+) $2 "
+	" WHERE n.node_id OPERATOR(pg_catalog.=) $3 "
+	"   AND (SELECT pg_catalog.count(*) FROM w) IS NOT NULL",
+	6, {UUIDOID, INT4OID, TEXTOID, INT4OID, INT8OID, INT4OID},
+	.keyed = true, .generic_plan = true
 };
 
 static void
 adjust_reservation(const pg_uuid_t *worker_id, const char *node_id, int sign,
 				   int32 reserve_cpu_millis, int64 reserve_memory_mb, int32 reserve_gpus)
 {
-	Datum		v[5];
+	Datum		v[6];
 
 	v[0] = UUIDPGetDatum(worker_id);
 	v[1] = Int32GetDatum(sign);
-	sched_spi_exec(&adjust_worker, v, NULL, false, 0, SPI_OK_UPDATE);
-	v[0] = CStringGetTextDatum(node_id);
-	v[1] = Int32GetDatum(sign * reserve_cpu_millis);
-	v[2] = Int64GetDatum(sign * reserve_memory_mb);
-	v[3] = Int32GetDatum(sign * reserve_gpus);
-	v[4] = Int32GetDatum(sign);
-	sched_spi_exec(&adjust_node, v, NULL, false, 0, SPI_OK_UPDATE);
+	v[2] = CStringGetTextDatum(node_id);
+	v[3] = Int32GetDatum(sign * reserve_cpu_millis);
+	v[4] = Int64GetDatum(sign * reserve_memory_mb);
+	v[5] = Int32GetDatum(sign * reserve_gpus);
+	sched_spi_exec(&adjust_worker_and_node, v, NULL, false, 0, SPI_OK_UPDATE);
 }
 
 /*

@@ -31,6 +31,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -70,18 +72,45 @@ typedef struct AttemptRow
 	int32		reserve_gpus;
 	TimestampTz lease_expires_at;
 	Oid			worker_owner;	/* the worker's registered_by; InvalidOid: none */
+	char	   *execution_status;	/* by attempt_lock_to_start (read, not locked) and
+									 * attempt_lock_to_end (locked FOR SHARE); NULL
+									 * otherwise */
+	bool		execution_shared;	/* execution_status was read under FOR SHARE */
 } AttemptRow;
 
-#define ATTEMPT_COLUMNS \
+#define ATTEMPT_SELECT_LIST \
 	"SELECT x.attempt_id, x.request_id, x.execution_id, x.step_id, x.attempt_number, " \
 	"       x.node_id, x.worker_id, x.worker_generation, x.lease_version, x.status, " \
 	"       x.reserve_cpu_millis, x.reserve_memory_mb, x.reserve_gpus, x.lease_expires_at, " \
 	"       (SELECT w.registered_by FROM sched.worker w " \
-	"         WHERE w.worker_id OPERATOR(pg_catalog.=) x.worker_id) " \
-	"  FROM sched.attempt x "
+	"         WHERE w.worker_id OPERATOR(pg_catalog.=) x.worker_id) "
+
+#define ATTEMPT_COLUMNS ATTEMPT_SELECT_LIST "  FROM sched.attempt x "
 
 static SchedStatement attempt_lock = {
 	ATTEMPT_COLUMNS " WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
+	1, {UUIDOID},
+	.keyed = true
+};
+
+/* the same, with the status of the attempt's execution: an execution never goes back
+ * to CREATED or QUEUED, so a start that reads another status has none to change */
+static SchedStatement attempt_lock_to_start = {
+	ATTEMPT_SELECT_LIST ", (SELECT e.status FROM sched.execution e "
+	"                       WHERE e.execution_id OPERATOR(pg_catalog.=) x.execution_id) "
+	"  FROM sched.attempt x WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
+	1, {UUIDOID},
+	.keyed = true
+};
+
+/* the same with its execution locked FOR SHARE, in the lock order (the attempt, then
+ * the execution): what an end that closes no execution takes (finish_attempt
+ * SUCCEEDED or CANCELLED) */
+static SchedStatement attempt_lock_to_end = {
+	ATTEMPT_SELECT_LIST ", e.status "
+	"  FROM sched.attempt x JOIN sched.execution e "
+	"       ON e.execution_id OPERATOR(pg_catalog.=) x.execution_id "
+	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x FOR SHARE OF e",
 	1, {UUIDOID},
 	.keyed = true
 };
@@ -124,8 +153,7 @@ static SchedStatement attempts_live_of_execution = {
 	.keyed = true
 };
 
-/* what sched._milestone writes, written here: a call of that SQL function from a
- * statement parses and plans its body again at every execution */
+/* a milestone, appended once (idempotent on its key: 25_work_api.sql, Timeline) */
 static SchedStatement milestone = {
 	"INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
 	"                            attempt_id, state, component, title, detail, at) "
@@ -374,36 +402,6 @@ static SchedStatement commands_delivered = {
 	.keyed = true, .ordered = true, .generic_plan = true
 };
 
-/* the details of the milestones, built as jsonb by the server (as jsonb_build_object
- * writes numbers, uuids and timestamps) */
-static SchedStatement detail_node_worker = {
-	"SELECT pg_catalog.jsonb_build_object('node_id', $1::pg_catalog.text, 'worker_id', $2::pg_catalog.uuid)",
-	2, {TEXTOID, UUIDOID}
-};
-
-static SchedStatement detail_ended = {
-	"SELECT pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object( "
-	"    'node_id', $1::pg_catalog.text, 'worker_id', $2::pg_catalog.uuid, 'detail', $3::pg_catalog.jsonb))",
-	3, {TEXTOID, UUIDOID, JSONBOID}
-};
-
-static SchedStatement detail_requeued = {
-	"SELECT pg_catalog.jsonb_build_object('request_id', $1::pg_catalog.int8, 'available_at', $2::pg_catalog.timestamptz, "
-	"    'avoid_node_id', $3::pg_catalog.text, 'previous_status', $4::pg_catalog.text)",
-	4, {INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
-};
-
-static SchedStatement detail_cancel_sent = {
-	"SELECT pg_catalog.jsonb_build_object('worker_id', $1::pg_catalog.uuid)",
-	1, {UUIDOID}
-};
-
-static SchedStatement detail_renewed_late = {
-	"SELECT pg_catalog.jsonb_build_object('lease_expired_at', $1::pg_catalog.timestamptz, "
-	"    'renewed_at', $2::pg_catalog.timestamptz)",
-	2, {TIMESTAMPTZOID, TIMESTAMPTZOID}
-};
-
 /* the key of a late renewal: the lease's end, in epoch seconds as the server prints them */
 static SchedStatement key_renewed_late = {
 	"SELECT 'step.lease.renewed_late:' OPERATOR(pg_catalog.||) $1::pg_catalog.text "
@@ -463,49 +461,59 @@ attempt_from_spi(int row, AttemptRow *a)
 	a->worker_owner = DatumGetObjectId(sched_spi_get(row, 15, &isnull));
 	if (isnull)
 		a->worker_owner = InvalidOid;
+	a->execution_status = SPI_tuptable->tupdesc->natts >= 16 ? sched_spi_text(row, 16) : NULL;
+	a->execution_shared = false;
 }
 
-/* Locks attempt_id's row (FOR UPDATE); false when there is none. */
+/* Locks attempt_id's row (FOR UPDATE) with `lock` (attempt_lock, attempt_lock_to_start
+ * or attempt_lock_to_end); false when there is none. */
 static bool
-lock_attempt(const pg_uuid_t *attempt_id, AttemptRow *a)
+lock_attempt(SchedStatement *lock, const pg_uuid_t *attempt_id, AttemptRow *a)
 {
 	Datum		v[1] = {UUIDPGetDatum(attempt_id)};
 
-	sched_spi_exec(&attempt_lock, v, NULL, false, 1, SPI_OK_SELECT);
+	sched_spi_exec(lock, v, NULL, false, 1, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	attempt_from_spi(0, a);
+	a->execution_shared = lock == &attempt_lock_to_end;
 	return true;
+}
+
+/* ERROR unless attempt a (locked) is live and lease_version is its lease's (55000). */
+static void
+check_live(const AttemptRow *a, int64 lease_version)
+{
+	if (a->lease_version != lease_version)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stale lease_version " INT64_FORMAT " for attempt %s", lease_version,
+						sched_uuid_out(&a->attempt_id)),
+				 errdetail("The current lease_version is " INT64_FORMAT ".", a->lease_version)));
+	if (strcmp(a->status, "DISPATCHED") != 0 && strcmp(a->status, "RUNNING") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("attempt %s is no longer live: it is %s", sched_uuid_out(&a->attempt_id),
+						a->status),
+				 errhint("The lease was lost; a newer attempt may own the step now.")));
 }
 
 /* Locks and returns a live attempt of a worker the caller may act for, checking its
  * lease_version; ERROR otherwise (42501 for a stranger, before anything is said of the
  * attempt's state). */
 static void
-live_attempt(FunctionCallInfo fcinfo, int attempt_arg, int lease_arg, AttemptRow *a)
+live_attempt(FunctionCallInfo fcinfo, int attempt_arg, int lease_arg, SchedStatement *lock,
+			 AttemptRow *a)
 {
 	pg_uuid_t	attempt_id;
-	int64		lease_version;
 
 	sched_check_not_null(fcinfo, attempt_arg, "attempt_id");
 	sched_check_not_null(fcinfo, lease_arg, "lease_version");
 	attempt_id = uuid_arg(fcinfo, attempt_arg);
-	lease_version = PG_GETARG_INT64(lease_arg);
-	if (!lock_attempt(&attempt_id, a))
+	if (!lock_attempt(lock, &attempt_id, a))
 		unknown("attempt", sched_uuid_out(&attempt_id));
 	sched_require_worker_access(&a->worker_id, a->worker_owner);
-	if (a->lease_version != lease_version)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("stale lease_version " INT64_FORMAT " for attempt %s", lease_version,
-						sched_uuid_out(&attempt_id)),
-				 errdetail("The current lease_version is " INT64_FORMAT ".", a->lease_version)));
-	if (strcmp(a->status, "DISPATCHED") != 0 && strcmp(a->status, "RUNNING") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("attempt %s is no longer live: it is %s", sched_uuid_out(&attempt_id),
-						a->status),
-				 errhint("The lease was lost; a newer attempt may own the step now.")));
+	check_live(a, PG_GETARG_INT64(lease_arg));
 }
 
 /* Appends a milestone to the execution's timeline (idempotent on its key). */
@@ -536,16 +544,153 @@ add_milestone(const pg_uuid_t *execution_id, const char *key, const char *stage,
 	sched_spi_exec(&milestone, v, n, false, 0, SPI_OK_INSERT);
 }
 
-/* Runs a one-column jsonb statement; the value, copied out of SPI's memory. */
-static Jsonb *
-jsonb_of(SchedStatement *stmt, Datum *v, const char *n)
+/*
+ * The details of the milestones: jsonb objects as jsonb_build_object makes them (text
+ * and uuids as strings, integers as numbers, timestamps as JSON timestamps, NULL as
+ * null), built here rather than by a statement: one is written at every start and end.
+ */
+typedef struct DetailObject
 {
-	bool		isnull;
-	Datum		d;
+	StringInfoData buf;
+} DetailObject;
 
-	sched_spi_exec(stmt, v, n, false, 1, SPI_OK_SELECT);
-	d = sched_spi_get(0, 1, &isnull);
-	return isnull ? NULL : DatumGetJsonbPCopy(d);
+static void
+detail_begin(DetailObject *o)
+{
+	initStringInfo(&o->buf);
+	appendStringInfoChar(&o->buf, '{');
+}
+
+static void
+detail_key(DetailObject *o, const char *key)
+{
+	if (o->buf.len > 1)
+		appendStringInfoString(&o->buf, ", ");
+	escape_json(&o->buf, key);
+	appendStringInfoString(&o->buf, ": ");
+}
+
+static void
+detail_text(DetailObject *o, const char *key, const char *value)
+{
+	detail_key(o, key);
+	if (value == NULL)
+		appendStringInfoString(&o->buf, "null");
+	else
+		escape_json(&o->buf, value);
+}
+
+static void
+detail_uuid(DetailObject *o, const char *key, const pg_uuid_t *value)
+{
+	detail_text(o, key, sched_uuid_out(value));
+}
+
+static void
+detail_int8(DetailObject *o, const char *key, const int64 *value)
+{
+	detail_key(o, key);
+	if (value == NULL)
+		appendStringInfoString(&o->buf, "null");
+	else
+		appendStringInfo(&o->buf, INT64_FORMAT, *value);
+}
+
+static void
+detail_timestamptz(DetailObject *o, const char *key, TimestampTz value)
+{
+	char		buf[MAXDATELEN + 1];
+
+	detail_key(o, key);
+	JsonEncodeDateTime(buf, TimestampTzGetDatum(value), TIMESTAMPTZOID, NULL);
+	appendStringInfoChar(&o->buf, '"');
+	appendStringInfoString(&o->buf, buf);
+	appendStringInfoChar(&o->buf, '"');
+}
+
+/* a jsonb value, or nothing at all when it is NULL (as jsonb_strip_nulls would leave it) */
+static void
+detail_jsonb_unless_null(DetailObject *o, const char *key, Jsonb *value)
+{
+	if (value == NULL)
+		return;
+	detail_key(o, key);
+	(void) JsonbToCString(&o->buf, &value->root, VARSIZE(value));
+}
+
+static Jsonb *
+detail_end(DetailObject *o)
+{
+	appendStringInfoChar(&o->buf, '}');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(o->buf.data)));
+}
+
+/* {node_id, worker_id}: where an attempt runs */
+static Jsonb *
+detail_node_worker(const char *node_id, const pg_uuid_t *worker_id)
+{
+	DetailObject o;
+
+	detail_begin(&o);
+	detail_text(&o, "node_id", node_id);
+	detail_uuid(&o, "worker_id", worker_id);
+	return detail_end(&o);
+}
+
+/* {worker_id}: whom a CANCEL went to */
+static Jsonb *
+detail_cancel_sent(const pg_uuid_t *worker_id)
+{
+	DetailObject o;
+
+	detail_begin(&o);
+	detail_uuid(&o, "worker_id", worker_id);
+	return detail_end(&o);
+}
+
+/* {node_id, worker_id, detail}: where an attempt ended, and the worker's detail, without
+ * the keys whose value is null (at any depth) */
+static Jsonb *
+detail_ended(const char *node_id, const pg_uuid_t *worker_id, Jsonb *detail)
+{
+	DetailObject o;
+	Jsonb	   *j;
+
+	detail_begin(&o);
+	detail_text(&o, "node_id", node_id);
+	detail_uuid(&o, "worker_id", worker_id);
+	detail_jsonb_unless_null(&o, "detail", detail);
+	j = detail_end(&o);
+	return detail == NULL ? j : DatumGetJsonbP(DirectFunctionCall1(jsonb_strip_nulls,
+																   JsonbPGetDatum(j)));
+}
+
+/* {request_id, available_at, avoid_node_id, previous_status}: a retry queued (its
+ * request_id null when a concurrent end had queued it) */
+static Jsonb *
+detail_requeued(const int64 *request_id, TimestampTz available_at, const char *avoid_node_id,
+				const char *previous_status)
+{
+	DetailObject o;
+
+	detail_begin(&o);
+	detail_int8(&o, "request_id", request_id);
+	detail_timestamptz(&o, "available_at", available_at);
+	detail_text(&o, "avoid_node_id", avoid_node_id);
+	detail_text(&o, "previous_status", previous_status);
+	return detail_end(&o);
+}
+
+/* {lease_expired_at, renewed_at}: a renewal that came late */
+static Jsonb *
+detail_renewed_late(TimestampTz lease_expired_at, TimestampTz renewed_at)
+{
+	DetailObject o;
+
+	detail_begin(&o);
+	detail_timestamptz(&o, "lease_expired_at", lease_expired_at);
+	detail_timestamptz(&o, "renewed_at", renewed_at);
+	return detail_end(&o);
 }
 
 /* Extends a live attempt's lease (locked by the caller) to at + sched.lease_ttl; a lease
@@ -620,8 +765,7 @@ close_execution(const pg_uuid_t *execution_id, const char *status, TimestampTz a
 		v[5] = TimestampTzGetDatum(at);
 		sched_spi_exec(&cancel_command, v, NULL, false, 0, SPI_OK_INSERT);
 		sched_wake_worker(&a->worker_id);
-		v[0] = UUIDPGetDatum(&a->worker_id);
-		detail = jsonb_of(&detail_cancel_sent, v, NULL);
+		detail = detail_cancel_sent(&a->worker_id);
 		key = psprintf("step.cancel.sent:%s:%d", sched_uuid_out(&a->step_id), a->attempt_number);
 		add_milestone(execution_id, key, "EXECUTION", &a->step_id, a->attempt_number,
 					  &a->attempt_id, "CANCELLING", "Scheduler", "Cancel sent to worker",
@@ -660,10 +804,15 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	const char *title;
 	char	   *key;
 
-	v[0] = Int64GetDatum(a->request_id);
-	sched_spi_exec(&request_of_attempt, v, NULL, false, 0, SPI_OK_SELECT);
-	max_attempts = (int32) sched_spi_int64(0, 1);
-	will_retry = preempted || (failed && a->attempt_number < max_attempts);
+	if (failed)
+	{
+		v[0] = Int64GetDatum(a->request_id);
+		sched_spi_exec(&request_of_attempt, v, NULL, false, 0, SPI_OK_SELECT);
+		max_attempts = (int32) sched_spi_int64(0, 1);
+		will_retry = a->attempt_number < max_attempts;
+	}
+	else
+		will_retry = preempted;
 
 	/* the execution before the worker and node (lock order); exclusive only to fail it */
 	if (no_wait)
@@ -677,6 +826,8 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 		if (SPI_processed == 0)
 			return false;
 	}
+	else if (a->execution_shared && !(failed && !will_retry))
+		exec_status = a->execution_status;	/* locked with the attempt, as needed */
 	else
 		exec_status = lock_execution(failed && !will_retry ? &execution_no_key_update : &execution_share,
 									 &a->execution_id);
@@ -700,17 +851,12 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 		title = "Attempt preempted";
 	else
 		title = "Attempt lost: lease expired";
-	v[0] = CStringGetTextDatum(a->node_id);
-	v[1] = UUIDPGetDatum(&a->worker_id);
-	v[2] = detail ? JsonbPGetDatum(detail) : (Datum) 0;
-	n[2] = detail ? ' ' : 'n';
-	n[3] = ' ';
 	key = psprintf("step.attempt.%s:%s:%d", lower_status(status), sched_uuid_out(&a->step_id),
 				   a->attempt_number);
 	add_milestone(&a->execution_id, key, "EXECUTION", &a->step_id, a->attempt_number,
 				  &a->attempt_id, status,
 				  strcmp(status, "LOST") == 0 ? "Reaper" : preempted ? "Scheduler" : "Worker",
-				  title, jsonb_of(&detail_ended, v, n), at);
+				  title, detail_ended(a->node_id, &a->worker_id, detail), at);
 
 	if (!(failed || preempted) || exec_status == NULL || !execution_open(exec_status))
 		return true;
@@ -725,7 +871,7 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 												 (double) sched_retry_backoff_max_s);
 		TimestampTz retry_at = at + (int64) (backoff_s * USECS_PER_SEC);
 		bool		isnull;
-		char		nn[4] = {' ', ' ', ' ', ' '};
+		int64		retry_id = 0;
 		Datum		r[5];
 
 		r[0] = Int64GetDatum(a->request_id);
@@ -735,13 +881,10 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 		r[4] = Int32GetDatum(preempted ? 1 : 0);
 		sched_spi_exec(&request_retry, r, NULL, false, 0, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed > 0)
-			v[0] = sched_spi_get(0, 1, &isnull);
-		else
-			nn[0] = 'n';		/* a concurrent end already queued it */
-		v[1] = TimestampTzGetDatum(retry_at);
-		v[2] = CStringGetTextDatum(a->node_id);
-		v[3] = CStringGetTextDatum(status);
-		detail = jsonb_of(&detail_requeued, v, nn);
+			retry_id = DatumGetInt64(sched_spi_get(0, 1, &isnull));
+		/* no row: a concurrent end already queued it */
+		detail = detail_requeued(SPI_processed > 0 ? &retry_id : NULL, retry_at, a->node_id,
+								 status);
 		key = psprintf("step.requeued:%s:%d", sched_uuid_out(&a->step_id), a->attempt_number + 1);
 		add_milestone(&a->execution_id, key, "SCHEDULING", &a->step_id, a->attempt_number + 1,
 					  NULL, "QUEUED", "Scheduler", "Requeued for retry", detail, at);
@@ -776,11 +919,10 @@ sched_preempt_attempt(const pg_uuid_t *attempt_id, int64 preemptor_request_id,
 	v[5] = TimestampTzGetDatum(at);
 	sched_spi_exec(&cancel_command, v, NULL, false, 0, SPI_OK_INSERT);
 	sched_wake_worker(&a.worker_id);
-	v[0] = UUIDPGetDatum(&a.worker_id);
 	key = psprintf("step.cancel.sent:%s:%d", sched_uuid_out(&a.step_id), a.attempt_number);
 	add_milestone(&a.execution_id, key, "EXECUTION", &a.step_id, a.attempt_number,
 				  &a.attempt_id, "CANCELLING", "Scheduler", "Cancel sent to worker (preempted)",
-				  jsonb_of(&detail_cancel_sent, v, NULL), at);
+				  detail_cancel_sent(&a.worker_id), at);
 	return true;
 }
 
@@ -1075,20 +1217,22 @@ sched_start_attempt(PG_FUNCTION_ARGS)
 	sched_check_at_not_future(at, "at");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	live_attempt(fcinfo, 0, 1, &a);
+	live_attempt(fcinfo, 0, 1, &attempt_lock_to_start, &a);
 	v[0] = UUIDPGetDatum(&a.attempt_id);
 	v[1] = TimestampTzGetDatum(at);
 	v[2] = Float8GetDatum((double) sched_lease_ttl_s);
 	sched_spi_exec(&attempt_started, v, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
 	expires = DatumGetTimestampTz(sched_spi_get(0, 1, &isnull));
-	v[0] = UUIDPGetDatum(&a.execution_id);
-	sched_spi_exec(&execution_running, v, NULL, false, 0, SPI_OK_UPDATE);
-	v[0] = CStringGetTextDatum(a.node_id);
-	v[1] = UUIDPGetDatum(&a.worker_id);
+	if (a.execution_status == NULL || (strcmp(a.execution_status, "CREATED") == 0 ||
+									   strcmp(a.execution_status, "QUEUED") == 0))
+	{
+		v[0] = UUIDPGetDatum(&a.execution_id);
+		sched_spi_exec(&execution_running, v, NULL, false, 0, SPI_OK_UPDATE);
+	}
 	add_milestone(&a.execution_id,
 				  psprintf("step.attempt.started:%s:%d", sched_uuid_out(&a.step_id), a.attempt_number),
 				  "EXECUTION", &a.step_id, a.attempt_number, &a.attempt_id, "RUNNING", "Worker",
-				  "Attempt started", jsonb_of(&detail_node_worker, v, NULL), at);
+				  "Attempt started", detail_node_worker(a.node_id, &a.worker_id), at);
 	SPI_finish();
 	PG_RETURN_TIMESTAMPTZ(expires);
 }
@@ -1111,7 +1255,7 @@ sched_renew_lease(PG_FUNCTION_ARGS)
 	sched_check_at_not_future(at, "at");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	live_attempt(fcinfo, 0, 1, &a);
+	live_attempt(fcinfo, 0, 1, &attempt_lock, &a);
 	if (a.lease_expires_at < at)
 	{
 		Datum		v[3];
@@ -1122,11 +1266,9 @@ sched_renew_lease(PG_FUNCTION_ARGS)
 		v[2] = TimestampTzGetDatum(a.lease_expires_at);
 		sched_spi_exec(&key_renewed_late, v, NULL, false, 1, SPI_OK_SELECT);
 		key = sched_spi_text(0, 1);
-		v[0] = TimestampTzGetDatum(a.lease_expires_at);
-		v[1] = TimestampTzGetDatum(at);
 		add_milestone(&a.execution_id, key, "EXECUTION", &a.step_id, a.attempt_number,
 					  &a.attempt_id, a.status, "Worker", "Lease renewed after it had expired",
-					  jsonb_of(&detail_renewed_late, v, NULL), at);
+					  detail_renewed_late(a.lease_expires_at, at), at);
 	}
 	expires = extend_lease(&a.attempt_id, at);
 	SPI_finish();
@@ -1169,16 +1311,17 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	if (lock_attempt(&attempt_id, &a))
+	/* the execution is locked with the attempt unless the end may close it (FAILED) */
+	if (!lock_attempt(strcmp(outcome, "FAILED") == 0 ? &attempt_lock : &attempt_lock_to_end,
+					  &attempt_id, &a))
+		unknown("attempt", sched_uuid_out(&attempt_id));
+	sched_require_worker_access(&a.worker_id, a.worker_owner);
+	if (strcmp(a.status, outcome) == 0 && a.lease_version == PG_GETARG_INT64(1))
 	{
-		sched_require_worker_access(&a.worker_id, a.worker_owner);
-		if (strcmp(a.status, outcome) == 0 && a.lease_version == PG_GETARG_INT64(1))
-		{
-			SPI_finish();
-			PG_RETURN_TEXT_P(cstring_to_text(outcome));		/* the same report again */
-		}
+		SPI_finish();
+		PG_RETURN_TEXT_P(cstring_to_text(outcome));		/* the same report again */
 	}
-	live_attempt(fcinfo, 0, 1, &a);
+	check_live(&a, PG_GETARG_INT64(1));
 	(void) end_attempt(&a, outcome, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), at, false);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(outcome));

@@ -58,17 +58,22 @@ static SchedStatement hold_recorded = {
 };
 
 
+/* the preemptor's milestone (idempotent on its key, as every milestone) */
 static SchedStatement preempting_milestone = {
-	"SELECT sched._milestone(r.execution_id, "
+	"INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number, "
+	"                            attempt_id, state, component, title, detail, at) "
+	"SELECT r.execution_id, "
 	"       'step.preempting:' OPERATOR(pg_catalog.||) r.step_id::pg_catalog.text OPERATOR(pg_catalog.||) ':' "
 	"           OPERATOR(pg_catalog.||) r.attempt_number::pg_catalog.text OPERATOR(pg_catalog.||) ':' "
 	"           OPERATOR(pg_catalog.||) $2::pg_catalog.text, "
 	"       'SCHEDULING', r.step_id, r.attempt_number, NULL, 'PREEMPTING', 'Scheduler', "
 	"       'Preempted attempts to make room', "
 	"       pg_catalog.jsonb_build_object('node_id', $3::pg_catalog.text, 'victim_attempt_ids', $4::pg_catalog.uuid[], "
-	"                                     'victim_request_ids', $5::pg_catalog.int8[], 'held_until', $6::pg_catalog.timestamptz), $2) "
-	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1",
-	6, {INT8OID, TIMESTAMPTZOID, TEXTOID, UUIDARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
+	"                                     'victim_request_ids', $5::pg_catalog.int8[], 'held_until', $6::pg_catalog.timestamptz), $2 "
+	"  FROM sched.request r WHERE r.request_id OPERATOR(pg_catalog.=) $1 "
+	"ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING",
+	6, {INT8OID, TIMESTAMPTZOID, TEXTOID, UUIDARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID},
+	.keyed = true
 };
 
 /* a time in words that do not depend on the session's DateStyle or TimeZone */
@@ -140,7 +145,7 @@ take_room(void *arg)
 	v[3] = sched_array_of(t->vattempts, t->nv, UUIDOID);
 	v[4] = sched_array_of(t->vrequests, t->nv, INT8OID);
 	v[5] = TimestampTzGetDatum(t->held_until);
-	sched_spi_exec(&preempting_milestone, v, NULL, false, 0, SPI_OK_SELECT);
+	sched_spi_exec(&preempting_milestone, v, NULL, false, 0, SPI_OK_INSERT);
 	return true;
 }
 

@@ -17,6 +17,7 @@
 #include "utils/snapmgr.h"
 
 #include "nodes/parsenodes.h"
+#include "optimizer/planner.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
@@ -42,7 +43,10 @@ sched_spi_plan(SchedStatement *stmt)
 /*
  * The settings every statement of pg_sched is planned with, inside a GUC nest level the
  * caller ends with AtEOXact_GUC(true, level) (or the abort of the (sub)transaction on
- * error):
+ * error).  They matter to the planner only (jit is decided when the plan is made), so
+ * they are set only while a plan is made for a statement run here (sched_planner), not
+ * at every run of a kept plan: a nest level costs a walk of every setting when it
+ * closes (AtEOXact_GUC), and most runs plan nothing.
  *   - jit off: the statements are short, or scans of the fleet whose cost estimate
  *     passes jit_above_cost at a few thousand nodes, and compiling them cost more than
  *     running them (hundreds of ms for sched.pending at 10,000 nodes);
@@ -73,6 +77,40 @@ enter_statement_settings(const SchedStatement *stmt)
 	return nestlevel;
 }
 
+/* the kept statement being run by this backend (innermost), or NULL */
+static const SchedStatement *running_statement = NULL;
+static planner_hook_type prev_planner_hook = NULL;
+
+/*
+ * planner_hook: a plan made while a kept statement runs (its own, when the plan cache
+ * makes or remakes it, and those of statements its execution plans in turn) is made with
+ * that statement's settings, as if they had been set for the whole run.
+ */
+static PlannedStmt *
+sched_planner(Query *parse, const char *query_string, int cursorOptions,
+			  ParamListInfo boundParams)
+{
+	PlannedStmt *result;
+	int			nestlevel = -1;
+
+	if (running_statement != NULL)
+		nestlevel = enter_statement_settings(running_statement);
+	if (prev_planner_hook)
+		result = prev_planner_hook(parse, query_string, cursorOptions, boundParams);
+	else
+		result = standard_planner(parse, query_string, cursorOptions, boundParams);
+	if (nestlevel >= 0)
+		AtEOXact_GUC(true, nestlevel);
+	return result;
+}
+
+void
+sched_spi_install_planner_hook(void)
+{
+	prev_planner_hook = planner_hook;
+	planner_hook = sched_planner;
+}
+
 /*
  * A function with a proconfig opens a GUC nest level at every call, and PostgreSQL 15
  * closes it by walking every setting (AtEOXact_GUC): 2-3 us, more than the work of a
@@ -100,8 +138,8 @@ static void
 execute(SchedStatement *stmt, Datum *values, const char *nulls, Snapshot snapshot,
 		bool read_only, long count, int expected)
 {
-	int			rc;
-	int			nestlevel;
+	int			rc = 0;
+	const SchedStatement *outer = running_statement;
 	MemoryContext caller = CurrentMemoryContext;
 
 	(void) sched_spi_plan(stmt);
@@ -112,10 +150,17 @@ execute(SchedStatement *stmt, Datum *values, const char *nulls, Snapshot snapsho
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
 	}
-	nestlevel = enter_statement_settings(stmt);
-	rc = SPI_execute_snapshot(stmt->plan, values, nulls, snapshot, InvalidSnapshot,
-							  read_only, true, count);
-	AtEOXact_GUC(true, nestlevel);
+	running_statement = stmt;
+	PG_TRY();
+	{
+		rc = SPI_execute_snapshot(stmt->plan, values, nulls, snapshot, InvalidSnapshot,
+								  read_only, true, count);
+	}
+	PG_FINALLY();
+	{
+		running_statement = outer;
+	}
+	PG_END_TRY();
 	/* SPI returns in its procedure context, which lives until SPI_finish: a loop that
 	 * allocates per iteration in a context it resets would leak into it */
 	MemoryContextSwitchTo(caller);
@@ -127,13 +172,20 @@ execute(SchedStatement *stmt, Datum *values, const char *nulls, Snapshot snapsho
 Portal
 sched_spi_cursor_open(SchedStatement *stmt, Datum *values, const char *nulls, bool read_only)
 {
-	int			nestlevel;
-	Portal		portal;
+	const SchedStatement *outer = running_statement;
+	Portal		portal = NULL;
 
 	(void) sched_spi_plan(stmt);
-	nestlevel = enter_statement_settings(stmt);
-	portal = SPI_cursor_open(NULL, stmt->plan, values, nulls, read_only);
-	AtEOXact_GUC(true, nestlevel);
+	running_statement = stmt;
+	PG_TRY();
+	{
+		portal = SPI_cursor_open(NULL, stmt->plan, values, nulls, read_only);
+	}
+	PG_FINALLY();
+	{
+		running_statement = outer;
+	}
+	PG_END_TRY();
 	if (portal == NULL)
 		elog(ERROR, "pg_sched: could not open a cursor (%s) for: %s",
 			 SPI_result_code_string(SPI_result), stmt->sql);

@@ -7,52 +7,16 @@
 -- The sums of sched.tenant_live (20_work.sql), kept by triggers on sched.attempt
 -- ---------------------------------------------------------------------------------
 
+/* For each tenant a statement changed attempts of: the change in its live attempts and
+ * in what they reserve, from the statement's transition tables, added to its row of this
+ * backend's slot (sched._backend_slot()); TRUNCATE empties the table.  In C
+ * (src/tenant_live.c): it runs at every change of an attempt, and most (a start, say)
+ * change no sums, which it sees without running a statement. */
 CREATE OR REPLACE FUNCTION sched._attempt_live_changed()
 RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF TG_OP = 'TRUNCATE' THEN
-        DELETE FROM sched.tenant_live;
-        RETURN NULL;
-    END IF;
-    -- one statement per kind: a trigger sees only the transition tables of its event
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO sched.tenant_live AS l (tenant, backend, live, cpu_millis, memory_mb, gpus)
-        SELECT n.tenant, sched._backend_slot(), count(*), sum(n.reserve_cpu_millis),
-               sum(n.reserve_memory_mb)::bigint, sum(n.reserve_gpus)
-          FROM new_rows n WHERE n.status IN ('DISPATCHED', 'RUNNING') GROUP BY n.tenant
-        ON CONFLICT (tenant, backend) DO UPDATE
-           SET live = l.live + excluded.live, cpu_millis = l.cpu_millis + excluded.cpu_millis,
-               memory_mb = l.memory_mb + excluded.memory_mb, gpus = l.gpus + excluded.gpus;
-    ELSIF TG_OP = 'DELETE' THEN
-        INSERT INTO sched.tenant_live AS l (tenant, backend, live, cpu_millis, memory_mb, gpus)
-        SELECT o.tenant, sched._backend_slot(), -count(*), -sum(o.reserve_cpu_millis),
-               -sum(o.reserve_memory_mb)::bigint, -sum(o.reserve_gpus)
-          FROM old_rows o WHERE o.status IN ('DISPATCHED', 'RUNNING') GROUP BY o.tenant
-        ON CONFLICT (tenant, backend) DO UPDATE
-           SET live = l.live + excluded.live, cpu_millis = l.cpu_millis + excluded.cpu_millis,
-               memory_mb = l.memory_mb + excluded.memory_mb, gpus = l.gpus + excluded.gpus;
-    ELSE
-        INSERT INTO sched.tenant_live AS l (tenant, backend, live, cpu_millis, memory_mb, gpus)
-        SELECT d.tenant, sched._backend_slot(), sum(d.sign), sum(d.sign * d.cpu),
-               sum(d.sign * d.mem)::bigint, sum(d.sign * d.gpus)
-          FROM (SELECT n.tenant, 1 AS sign, n.reserve_cpu_millis::bigint AS cpu,
-                       n.reserve_memory_mb AS mem, n.reserve_gpus::bigint AS gpus
-                  FROM new_rows n WHERE n.status IN ('DISPATCHED', 'RUNNING')
-                UNION ALL
-                SELECT o.tenant, -1, o.reserve_cpu_millis, o.reserve_memory_mb, o.reserve_gpus
-                  FROM old_rows o WHERE o.status IN ('DISPATCHED', 'RUNNING')) d
-         GROUP BY d.tenant
-        HAVING sum(d.sign) <> 0 OR sum(d.sign * d.cpu) <> 0 OR sum(d.sign * d.mem) <> 0
-            OR sum(d.sign * d.gpus) <> 0
-        ON CONFLICT (tenant, backend) DO UPDATE
-           SET live = l.live + excluded.live, cpu_millis = l.cpu_millis + excluded.cpu_millis,
-               memory_mb = l.memory_mb + excluded.memory_mb, gpus = l.gpus + excluded.gpus;
-    END IF;
-    RETURN NULL;
-END $$;
+AS 'MODULE_PATHNAME', 'sched_attempt_live_changed'
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp;
 
 CREATE OR REPLACE TRIGGER attempt_live_inserted AFTER INSERT ON sched.attempt
     REFERENCING NEW TABLE AS new_rows
@@ -122,20 +86,11 @@ $$;
 -- Timeline
 -- ---------------------------------------------------------------------------------
 
-/* Appends one milestone; a milestone_key already recorded for the execution is kept as is. */
-CREATE OR REPLACE FUNCTION sched._milestone(
-    execution_id uuid, milestone_key text, stage text, step_id uuid, attempt_number int,
-    attempt_id uuid, state text, component text, title text, detail jsonb, at timestamptz)
-RETURNS void
-LANGUAGE sql
-SET search_path = pg_catalog, pg_temp
-AS $$
-    INSERT INTO sched.timeline (execution_id, milestone_key, stage, step_id, attempt_number,
-                                attempt_id, state, component, title, detail, at)
-    VALUES (execution_id, milestone_key, stage, step_id, attempt_number,
-            attempt_id, state, component, title, detail, at)
-    ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING
-$$;
+/* A milestone is appended once: each writer (submit below, src/lifecycle.c, batch.c,
+ * preemption.c) inserts it with ON CONFLICT ON CONSTRAINT timeline_milestone_once DO
+ * NOTHING, so a milestone_key already recorded for the execution is kept as is.  (0.1.0
+ * had a function for it, sched._milestone; a call of it parsed and planned its body
+ * again at every milestone.) */
 
 -- ---------------------------------------------------------------------------------
 -- Work
@@ -297,6 +252,7 @@ DECLARE
     existing sched.request;
     new_id bigint;
     fence regrole;
+    execution_fence regrole;
     execution_tenant text;
     execution_status text;
     gang sched.gang;
@@ -385,25 +341,28 @@ BEGIN
                   HINT = 'Pass NULL for a request that is not spread.';
     END IF;
 
-    -- the fence of the tenant named, and of the tenant of the execution if it exists
-    SELECT t.owner INTO fence FROM sched.tenant t WHERE t.tenant = submit.tenant;
+    -- the fence of the tenant named, and of the tenant of the execution if it exists (one
+    -- statement reads both; the named tenant's is checked first)
+    SELECT (SELECT t.owner FROM sched.tenant t WHERE t.tenant = submit.tenant), e.tenant, et.owner
+      INTO fence, execution_tenant, execution_fence
+      FROM (SELECT) one
+      LEFT JOIN sched.execution e ON e.execution_id = submit.execution_id
+      LEFT JOIN sched.tenant et ON et.tenant = (e.tenant COLLATE "C");
     PERFORM sched._require_tenant_access(tenant, fence);
-    SELECT e.tenant, t.owner, e.status INTO execution_tenant, fence, execution_status
-      FROM sched.execution e LEFT JOIN sched.tenant t ON t.tenant = (e.tenant COLLATE "C")
-     WHERE e.execution_id = submit.execution_id;
-    IF FOUND THEN
-        PERFORM sched._require_tenant_access(execution_tenant, fence);
+    IF execution_tenant IS NOT NULL THEN
+        PERFORM sched._require_tenant_access(execution_tenant, execution_fence);
         IF execution_tenant <> tenant THEN
             RAISE EXCEPTION 'parameter "tenant" ("%") is not the tenant of execution % ("%")',
                 tenant, execution_id, execution_tenant
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'Every step of an execution belongs to the tenant of its first submit.';
         END IF;
+    ELSE
+        -- its first submit (executions are never deleted: one that was read exists)
+        INSERT INTO sched.execution AS e (execution_id, tenant, status, created_at, updated_at)
+        VALUES (submit.execution_id, submit.tenant, 'QUEUED', now(), now())
+        ON CONFLICT ON CONSTRAINT execution_pkey DO NOTHING;
     END IF;
-
-    INSERT INTO sched.execution AS e (execution_id, tenant, status, created_at, updated_at)
-    VALUES (submit.execution_id, submit.tenant, 'QUEUED', now(), now())
-    ON CONFLICT ON CONSTRAINT execution_pkey DO NOTHING;
     SELECT e.status INTO execution_status FROM sched.execution e
      WHERE e.execution_id = submit.execution_id FOR SHARE;
 
@@ -476,7 +435,7 @@ BEGIN
         RETURN new_id;
     END IF;
 
-    -- what sched._milestone writes (a call of that SQL function plans its body each time)
+    -- the milestone, once (see Timeline above)
     INSERT INTO sched.timeline AS t (execution_id, milestone_key, stage, step_id, attempt_number,
                                      attempt_id, state, component, title, detail, at)
     VALUES (submit.execution_id, format('step.queued:%s:%s', submit.step_id, submit.attempt_number),

@@ -130,9 +130,8 @@ ALTER FUNCTION sched.wait_commands(uuid, bigint, int, interval) SECURITY DEFINER
 ALTER FUNCTION sched.start_attempt(uuid, bigint, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.renew_lease(uuid, bigint, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.finish_attempt(uuid, bigint, text, jsonb, timestamptz) SECURITY DEFINER;
--- internal writers (only the functions above call them, already as the owner)
-ALTER FUNCTION sched._milestone(uuid, text, text, uuid, int, uuid, text, text, text, jsonb,
-                                timestamptz) SECURITY DEFINER;
+-- the internal writer (the triggers on sched.attempt: the functions above fire them,
+-- already as the owner)
 ALTER FUNCTION sched._attempt_live_changed() SECURITY DEFINER;
 
 GRANT USAGE ON SCHEMA sched TO sched_observer, sched_scheduler, sched_worker, sched_admin;

@@ -48,6 +48,8 @@ DROP FUNCTION sched._live_attempt(uuid, bigint);
 DROP FUNCTION sched._extend_lease(uuid, timestamptz);
 DROP FUNCTION sched._lock_execution_for(uuid, text);
 DROP FUNCTION sched.poll_commands(uuid, bigint, int, timestamptz);
+-- each writer of the timeline inserts its milestones itself (25_work_api.sql, Timeline)
+DROP FUNCTION sched._milestone(uuid, text, text, uuid, int, uuid, text, text, text, jsonb, timestamptz);
 
 /* poll_commands: the worker session's commands (START, CANCEL) for its live attempts,
  * oldest first, each delivered once, with everything the worker needs. */

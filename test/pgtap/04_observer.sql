@@ -6,7 +6,7 @@
 --      read-only functions of README "## Privileges" (the readers and the public helpers
 --      they share: setting_seconds, pending_explanations, format_cpus, format_amount,
 --      format_duration, step_lock_key), none of them volatile.  Exactly the write
---      functions (and the internal writers _milestone and _attempt_live_changed) run as
+--      functions (and the internal writer _attempt_live_changed, a trigger) run as
 --      the owner (SECURITY DEFINER); every function runs with search_path pinned to
 --      pg_catalog, pg_temp.
 --   2. Behaviour, as sched_observer (SET ROLE) on a small fleet: every view, table and
@@ -146,10 +146,8 @@ $$, 'the functions sched_observer may execute are neither volatile nor SECURITY 
 SELECT set_eq($$SELECT p.oid FROM pg_proc p WHERE p.pronamespace = 'sched'::regnamespace AND p.prosecdef$$,
               $$SELECT to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ',')))::oid FROM write_fn
                 UNION ALL
-                SELECT 'sched._milestone(uuid,text,text,uuid,int,uuid,text,text,text,jsonb,timestamptz)'::regprocedure::oid
-                UNION ALL
                 SELECT 'sched._attempt_live_changed()'::regprocedure::oid$$,
-              'exactly the write functions, _milestone and _attempt_live_changed are SECURITY DEFINER');
+              'exactly the write functions and _attempt_live_changed are SECURITY DEFINER');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace

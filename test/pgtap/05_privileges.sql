@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(983);
+SELECT plan(978);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -232,8 +232,6 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched._fleet_changed()', NULL, $$SELECT sched._fleet_changed()$$, NULL),
   ('sched._fleet_mirror_check(text)', NULL, $$SELECT * FROM sched._fleet_mirror_check('m-cap')$$, NULL),
   ('sched._fleet_mirror_stats()', NULL, $$SELECT * FROM sched._fleet_mirror_stats()$$, NULL),
-  ('sched._milestone(uuid,text,text,uuid,int,uuid,text,text,text,jsonb,timestamptz)', NULL,
-   $$SELECT sched._milestone('c1000000-0000-4000-8000-0000000000e1', 'k', 's', NULL, NULL, NULL, 'x', 'c', 't', NULL, now())$$, NULL),
   ('sched._queue_fetch_stats()', NULL, $$SELECT * FROM sched._queue_fetch_stats()$$, NULL),
   ('sched._queue_key(int,timestamptz)', NULL, $$SELECT sched._queue_key(0, now())$$, NULL),
   ('sched._request_held_elsewhere(bigint)', NULL, $$SELECT sched._request_held_elsewhere(1)$$, NULL),

@@ -1,0 +1,198 @@
+/*
+ * tenant_live.c — the sums of sched.tenant_live, kept by the statement triggers on
+ * sched.attempt (sched._attempt_live_changed, 25_work_api.sql).
+ *
+ * For each tenant a statement changed attempts of: the change in its live attempts
+ * (DISPATCHED or RUNNING) and in what they reserve, from the statement's transition
+ * tables, added to the tenant's row of this backend's slot (MyBackendId: no concurrent
+ * transaction writes that row, so writers never wait on one another) in the same
+ * transaction as the attempts' change.  Only tenants whose sums change are written: a
+ * start (DISPATCHED to RUNNING) and a change of an ended attempt write nothing.  TRUNCATE
+ * of sched.attempt empties sched.tenant_live.
+ *
+ * Guarantee: for every tenant, the sums of its rows equal what its live attempts count
+ * and reserve, in every snapshot (the trigger's writes commit with the attempts').  The
+ * same trigger rebuilds the sums while pg_restore loads sched.attempt (ENABLE ALWAYS).
+ */
+#include "postgres.h"
+
+#include "commands/trigger.h"
+#include "common/int.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/tuplestore.h"
+
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(sched_attempt_live_changed);
+
+/* one tenant's change: live attempts, and what they reserve */
+typedef struct TenantDelta
+{
+	char	   *tenant;
+	int64		live;
+	int64		cpu_millis;
+	int64		memory_mb;
+	int64		gpus;
+} TenantDelta;
+
+/* the columns of sched.attempt the sums read */
+typedef struct LiveColumns
+{
+	AttrNumber	tenant;
+	AttrNumber	status;
+	AttrNumber	cpu_millis;
+	AttrNumber	memory_mb;
+	AttrNumber	gpus;
+} LiveColumns;
+
+static SchedStatement tenant_live_added = {
+	"INSERT INTO sched.tenant_live AS l (tenant, backend, live, cpu_millis, memory_mb, gpus) "
+	"VALUES ($1, $2, $3, $4, $5, $6) "
+	"ON CONFLICT (tenant, backend) DO UPDATE "
+	"   SET live = l.live OPERATOR(pg_catalog.+) excluded.live, "
+	"       cpu_millis = l.cpu_millis OPERATOR(pg_catalog.+) excluded.cpu_millis, "
+	"       memory_mb = l.memory_mb OPERATOR(pg_catalog.+) excluded.memory_mb, "
+	"       gpus = l.gpus OPERATOR(pg_catalog.+) excluded.gpus",
+	6, {TEXTOID, INT4OID, INT8OID, INT8OID, INT8OID, INT8OID},
+	.keyed = true
+};
+
+static SchedStatement tenant_live_emptied = {
+	"DELETE FROM sched.tenant_live",
+	0, {InvalidOid}
+};
+
+static void
+add_checked(int64 *sum, int64 value)
+{
+	if (pg_add_s64_overflow(*sum, value, sum))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("bigint out of range"),
+				 errcontext("summing the live attempts of sched.attempt into sched.tenant_live")));
+}
+
+/*
+ * Appends the live rows of transition table `rows`, each counted `sign` (+1 new, -1
+ * old), to deltas (one entry per row; summed by tenant afterwards).
+ */
+static void
+collect(Tuplestorestate *rows, TupleDesc desc, const LiveColumns *col, int sign,
+		TenantDelta **deltas, int *n, int *cap)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	int			ptr = tuplestore_alloc_read_pointer(rows, EXEC_FLAG_REWIND);
+
+	tuplestore_select_read_pointer(rows, ptr);
+	tuplestore_rescan(rows);
+	while (tuplestore_gettupleslot(rows, true, false, slot))
+	{
+		bool		isnull;
+		char	   *status = TextDatumGetCString(slot_getattr(slot, col->status, &isnull));
+		TenantDelta *d;
+
+		if (strcmp(status, "DISPATCHED") != 0 && strcmp(status, "RUNNING") != 0)
+			continue;
+		if (*n == *cap)
+		{
+			*cap *= 2;
+			*deltas = repalloc(*deltas, sizeof(TenantDelta) * *cap);
+		}
+		d = &(*deltas)[(*n)++];
+		d->tenant = TextDatumGetCString(slot_getattr(slot, col->tenant, &isnull));
+		d->live = sign;
+		d->cpu_millis = sign * (int64) DatumGetInt32(slot_getattr(slot, col->cpu_millis, &isnull));
+		d->memory_mb = sign * DatumGetInt64(slot_getattr(slot, col->memory_mb, &isnull));
+		d->gpus = sign * (int64) DatumGetInt32(slot_getattr(slot, col->gpus, &isnull));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+static int
+by_tenant(const void *a, const void *b)
+{
+	return strcmp(((const TenantDelta *) a)->tenant, ((const TenantDelta *) b)->tenant);
+}
+
+/*
+ * sched._attempt_live_changed(): AFTER INSERT, UPDATE or DELETE FOR EACH STATEMENT on
+ * sched.attempt, with the transition tables of its event (new_rows, old_rows), and
+ * AFTER TRUNCATE.  Writes each tenant's change, in the order of the tenants' names.
+ */
+Datum
+sched_attempt_live_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	LiveColumns col;
+	TenantDelta *deltas;
+	int			n = 0;
+	int			cap = 8;
+	int			i;
+	int			backend = MyBackendId;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("sched._attempt_live_changed() may only be called as a trigger")));
+	if (!TRIGGER_FIRED_AFTER(td->tg_event) || TRIGGER_FIRED_FOR_ROW(td->tg_event))
+		elog(ERROR, "sched._attempt_live_changed() must be an AFTER STATEMENT trigger");
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+	{
+		sched_spi_exec(&tenant_live_emptied, NULL, NULL, false, 0, SPI_OK_DELETE);
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
+
+	desc = RelationGetDescr(td->tg_relation);
+	col.tenant = sched_column_of(td->tg_relation, "tenant");
+	col.status = sched_column_of(td->tg_relation, "status");
+	col.cpu_millis = sched_column_of(td->tg_relation, "reserve_cpu_millis");
+	col.memory_mb = sched_column_of(td->tg_relation, "reserve_memory_mb");
+	col.gpus = sched_column_of(td->tg_relation, "reserve_gpus");
+
+	deltas = palloc(sizeof(TenantDelta) * cap);
+	if (td->tg_newtable != NULL)
+		collect(td->tg_newtable, desc, &col, 1, &deltas, &n, &cap);
+	if (td->tg_oldtable != NULL)
+		collect(td->tg_oldtable, desc, &col, -1, &deltas, &n, &cap);
+	if (n > 1)
+		qsort(deltas, n, sizeof(TenantDelta), by_tenant);
+
+	for (i = 0; i < n;)
+	{
+		TenantDelta sum = deltas[i];
+		int			j;
+
+		for (j = i + 1; j < n && strcmp(deltas[j].tenant, sum.tenant) == 0; j++)
+		{
+			add_checked(&sum.live, deltas[j].live);
+			add_checked(&sum.cpu_millis, deltas[j].cpu_millis);
+			add_checked(&sum.memory_mb, deltas[j].memory_mb);
+			add_checked(&sum.gpus, deltas[j].gpus);
+		}
+		i = j;
+		if (sum.live != 0 || sum.cpu_millis != 0 || sum.memory_mb != 0 || sum.gpus != 0)
+		{
+			Datum		v[6];
+
+			v[0] = CStringGetTextDatum(sum.tenant);
+			v[1] = Int32GetDatum(backend);
+			v[2] = Int64GetDatum(sum.live);
+			v[3] = Int64GetDatum(sum.cpu_millis);
+			v[4] = Int64GetDatum(sum.memory_mb);
+			v[5] = Int64GetDatum(sum.gpus);
+			sched_spi_exec(&tenant_live_added, v, NULL, false, 0, SPI_OK_INSERT);
+		}
+	}
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
