@@ -52,9 +52,12 @@
 
 #include "storage/backendid.h"
 
+#include "common/hashfn.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
+#include "utils/jsonb.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -62,6 +65,62 @@
 
 PG_FUNCTION_INFO_V1(sched_queue_key);
 PG_FUNCTION_INFO_V1(sched_backend_slot);
+PG_FUNCTION_INFO_V1(sched_request_shape);
+
+/* a text value, length-prefixed in characters as pg_catalog.length counts them */
+static void
+append_prefixed(StringInfo buf, text *t)
+{
+	const char *s = VARDATA_ANY(t);
+	int			len = VARSIZE_ANY_EXHDR(t);
+
+	appendStringInfo(buf, "%d:", pg_mbstrlen_with_len(s, len));
+	appendBinaryStringInfo(buf, s, len);
+}
+
+/*
+ * sched._request_shape(capability, capability_version, required_labels, min_cpu_millis,
+ * min_memory_mb, min_gpus, reserve_cpu_millis, reserve_memory_mb, reserve_gpus,
+ * node_id): the stored generated column request.shape.  The hash (hashtextextended's,
+ * seed 0) of the text
+ *   len(capability) ':' capability len(capability_version) ':' capability_version
+ *   len(labels) ':' labels  min_cpu ',' min_memory ',' min_gpus ','
+ *   reserve_cpu ',' reserve_memory ',' reserve_gpus ',' (len(node_id) ':' node_id | '-')
+ * with labels as jsonb prints them and len in characters: what the column's SQL
+ * expression hashed before it was this function, so the values are the same.  NULL when
+ * any but node_id is NULL (as that expression was).  The stored values depend on this
+ * body: a different hash needs a new function and the column rewritten.
+ */
+Datum
+sched_request_shape(PG_FUNCTION_ARGS)
+{
+	StringInfoData buf;
+	Jsonb	   *labels;
+	char	   *labels_text;
+	int			i;
+	Datum		hash;
+
+	for (i = 0; i < 9; i++)
+		if (PG_ARGISNULL(i))
+			PG_RETURN_NULL();
+	labels = PG_GETARG_JSONB_P(2);
+	labels_text = JsonbToCString(NULL, &labels->root, VARSIZE(labels));
+
+	initStringInfo(&buf);
+	append_prefixed(&buf, PG_GETARG_TEXT_PP(0));
+	append_prefixed(&buf, PG_GETARG_TEXT_PP(1));
+	appendStringInfo(&buf, "%d:%s", pg_mbstrlen(labels_text), labels_text);
+	appendStringInfo(&buf, "%d," INT64_FORMAT ",%d,%d," INT64_FORMAT ",%d,",
+					 PG_GETARG_INT32(3), PG_GETARG_INT64(4), PG_GETARG_INT32(5),
+					 PG_GETARG_INT32(6), PG_GETARG_INT64(7), PG_GETARG_INT32(8));
+	if (PG_ARGISNULL(9))
+		appendStringInfoChar(&buf, '-');
+	else
+		append_prefixed(&buf, PG_GETARG_TEXT_PP(9));
+	hash = hash_any_extended((unsigned char *) buf.data, buf.len, 0);
+	pfree(buf.data);
+	PG_RETURN_DATUM(hash);
+}
 
 /*
  * sched._backend_slot(): this backend's slot number (BackendId), unique among the

@@ -94,6 +94,12 @@ $$;
 -- nest level, more than the rest of the call).
 ALTER FUNCTION sched.pending_explanation(text, text, jsonb, int, bigint, int, int, bigint, int,
                                          text, timestamptz) RESET search_path;
+-- And the two keys every request row computes (the generated column shape, sort_key at
+-- submit and at each retry): C that runs no SQL and resolves no name, where a proconfig
+-- would cost each row a GUC nest level.
+ALTER FUNCTION sched._request_shape(text, text, jsonb, int, bigint, int, int, bigint, int, text)
+    RESET search_path;
+ALTER FUNCTION sched._queue_key(int, timestamptz) RESET search_path;
 -- And sched.submit, whose statements reach their rows by key, is planned without
 -- sequential scans too (as the C functions' keyed statements are, src/spi_util.c): PL/pgSQL
 -- keeps the plan it made for a session's first submits, and made on a queue vacuumed

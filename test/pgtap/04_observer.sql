@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(93);
+SELECT plan(94);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -154,7 +154,9 @@ SELECT is_empty($$
        AND p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']
        AND p.oid <> 'sched.pending_explanation(text,text,jsonb,int,bigint,int,int,bigint,int,text,timestamptz)'::regprocedure
        AND p.oid <> 'sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)'::regprocedure
-$$, 'every function of schema sched but pending_explanation and submit has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+       AND p.oid <> 'sched._request_shape(text,text,jsonb,int,bigint,int,int,bigint,int,text)'::regprocedure
+       AND p.oid <> 'sched._queue_key(int,timestamptz)'::regprocedure
+$$, 'every function of schema sched but pending_explanation, submit, _request_shape and _queue_key has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
 SELECT is((SELECT proconfig FROM pg_proc
             WHERE oid = 'sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)'::regprocedure),
           ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off'],
@@ -162,6 +164,13 @@ SELECT is((SELECT proconfig FROM pg_proc
 SELECT is((SELECT proconfig FROM pg_proc
             WHERE oid = 'sched.pending_explanation(text,text,jsonb,int,bigint,int,int,bigint,int,text,timestamptz)'::regprocedure),
           NULL, 'pending_explanation, called once per row of sched.pending, has no proconfig: it pins search_path itself where it runs SQL');
+SELECT is_empty($$
+    SELECT p.oid::regprocedure::text FROM pg_proc p
+     WHERE p.oid IN ('sched._request_shape(text,text,jsonb,int,bigint,int,int,bigint,int,text)'::regprocedure,
+                     'sched._queue_key(int,timestamptz)'::regprocedure)
+       AND (p.proconfig IS NOT NULL OR p.prolang <> (SELECT oid FROM pg_language WHERE lanname = 'c')
+            OR p.prosecdef OR p.provolatile = 'v')
+$$, '_request_shape and _queue_key, computed for every request row, are C without proconfig (they run no SQL and resolve no name), not SECURITY DEFINER, not volatile');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace AND p.prosecdef

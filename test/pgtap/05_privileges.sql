@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(978);
+SELECT plan(983);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -234,6 +234,8 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched._fleet_mirror_stats()', NULL, $$SELECT * FROM sched._fleet_mirror_stats()$$, NULL),
   ('sched._queue_fetch_stats()', NULL, $$SELECT * FROM sched._queue_fetch_stats()$$, NULL),
   ('sched._queue_key(int,timestamptz)', NULL, $$SELECT sched._queue_key(0, now())$$, NULL),
+  ('sched._request_shape(text,text,jsonb,int,bigint,int,int,bigint,int,text)', NULL,
+   $$SELECT sched._request_shape('c', '1', '{}', 0, 0, 0, 0, 0, 0, NULL)$$, NULL),
   ('sched._request_held_elsewhere(bigint)', NULL, $$SELECT sched._request_held_elsewhere(1)$$, NULL),
   ('sched._request_queued()', NULL, $$SELECT sched._request_queued()$$, NULL),
   ('sched._require(anyelement,text)', NULL, $$SELECT sched._require(1, 'x')$$, NULL),
