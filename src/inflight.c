@@ -29,6 +29,7 @@
 #include "postgres.h"
 
 #include "inflight.h"
+#include "backend_slots.h"
 #include "placement.h"
 
 #include "access/transam.h"
@@ -61,7 +62,7 @@ static bool mine_used = false;		/* this backend's slot holds something */
 Size
 sched_inflight_shmem_size(void)
 {
-	return mul_size(sizeof(InflightSlot), MaxBackends + 1);
+	return sched_backend_slots_size(sizeof(InflightSlot));
 }
 
 void
@@ -70,7 +71,7 @@ sched_inflight_shmem_attach(void *ptr, bool found)
 	int			i;
 
 	slots = ptr;
-	nslots = MaxBackends + 1;
+	nslots = sched_backend_slots_count();
 	if (!found)
 	{
 		for (i = 0; i < nslots; i++)
@@ -118,7 +119,7 @@ sched_inflight_add(uint32 node_hash)
 	InflightSlot *s;
 	int			i;
 
-	if (slots == NULL || MyBackendId <= 0 || MyBackendId >= nslots)
+	if (!sched_backend_has_slot(slots, nslots))
 		return;
 	s = &slots[MyBackendId];
 	SpinLockAcquire(&s->mutex);
@@ -146,7 +147,7 @@ sched_inflight_remove(uint32 node_hash)
 	InflightSlot *s;
 	int			i;
 
-	if (slots == NULL || MyBackendId <= 0 || MyBackendId >= nslots || !mine_used)
+	if (!sched_backend_has_slot(slots, nslots) || !mine_used)
 		return;
 	s = &slots[MyBackendId];
 	SpinLockAcquire(&s->mutex);

@@ -60,6 +60,7 @@
 #include "postgres.h"
 
 #include "limit_claims.h"
+#include "backend_slots.h"
 
 #include "access/transam.h"
 #include "access/xact.h"
@@ -108,7 +109,7 @@ Size
 sched_limit_claims_shmem_size(void)
 {
 	return add_size(MAXALIGN(sizeof(LimitClaimsHeader)),
-					mul_size(sizeof(LimitClaimSlot), MaxBackends + 1));
+					sched_backend_slots_size(sizeof(LimitClaimSlot)));
 }
 
 void
@@ -118,7 +119,7 @@ sched_limit_claims_shmem_attach(void *ptr, bool found)
 
 	header = ptr;
 	slots = (LimitClaimSlot *) ((char *) ptr + MAXALIGN(sizeof(LimitClaimsHeader)));
-	nslots = MaxBackends + 1;
+	nslots = sched_backend_slots_count();
 	if (!found)
 	{
 		pg_atomic_init_u64(&header->ended, 0);
@@ -219,7 +220,7 @@ sched_limit_claims_unlock(uint16 space, uint64 scope)
 bool
 sched_limit_claims_available(void)
 {
-	return slots != NULL && MyBackendId > 0 && MyBackendId < nslots;
+	return sched_backend_has_slot(slots, nslots);
 }
 
 static inline uint32

@@ -43,6 +43,7 @@
 #include "postgres.h"
 
 #include "queue_held.h"
+#include "backend_slots.h"
 
 #include "access/transam.h"
 #include "access/xact.h"
@@ -84,7 +85,7 @@ PG_FUNCTION_INFO_V1(sched_request_held_elsewhere);
 Size
 sched_queue_held_shmem_size(void)
 {
-	return mul_size(sizeof(HeldSlot), MaxBackends + 1);
+	return sched_backend_slots_size(sizeof(HeldSlot));
 }
 
 void
@@ -93,7 +94,7 @@ sched_queue_held_shmem_attach(void *ptr, bool found)
 	int			i;
 
 	slots = ptr;
-	nslots = MaxBackends + 1;
+	nslots = sched_backend_slots_count();
 	if (!found)
 	{
 		for (i = 0; i < nslots; i++)
@@ -107,7 +108,7 @@ sched_queue_held_shmem_attach(void *ptr, bool found)
 static bool
 have_slot(void)
 {
-	return slots != NULL && MyBackendId > 0 && MyBackendId < nslots;
+	return sched_backend_has_slot(slots, nslots);
 }
 
 /* keeps this backend's first n entries */

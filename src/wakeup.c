@@ -39,6 +39,7 @@
 #include "postgres.h"
 
 #include "wakeup.h"
+#include "backend_slots.h"
 #include "settings.h"
 #include "spi_util.h"
 
@@ -87,7 +88,7 @@ static int	maxpending = 0;
 Size
 sched_wakeup_shmem_size(void)
 {
-	return mul_size(sizeof(WakeupSlot), MaxBackends + 1);
+	return sched_backend_slots_size(sizeof(WakeupSlot));
 }
 
 void
@@ -96,7 +97,7 @@ sched_wakeup_shmem_attach(void *ptr, bool found)
 	int			i;
 
 	slots = ptr;
-	nslots = MaxBackends + 1;
+	nslots = sched_backend_slots_count();
 	if (!found)
 	{
 		for (i = 0; i < nslots; i++)
@@ -110,7 +111,7 @@ sched_wakeup_shmem_attach(void *ptr, bool found)
 bool
 sched_wakeup_available(void)
 {
-	return slots != NULL && MyBackendId > 0 && MyBackendId < nslots;
+	return sched_backend_has_slot(slots, nslots);
 }
 
 /* Sets the latch of every backend of this database waiting for one of the workers. */
