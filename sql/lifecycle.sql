@@ -583,3 +583,25 @@ SELECT count(*) AS dispatched FROM sched.dispatch_next(1, at => '2024-05-01 16:0
  WHERE outcome = 'DISPATCHED';
 TRUNCATE sched.attempt;
 SELECT pg_temp.live_counters_right() AS counters_right, (SELECT count(*) FROM sched.tenant_live) AS rows_left;
+-- the trigger function is only a statement trigger.  The stored shapes (written by
+-- sched._request_shape) are the hash of the text the column's first, SQL form hashed:
+-- the function's body must never change, and this holds it to that text
+SELECT pg_temp.err($$SELECT sched._attempt_live_changed()$$);
+SELECT bool_and(r.shape = hashtextextended(
+           length(r.capability)::text || ':' || r.capability
+           || length(r.capability_version)::text || ':' || r.capability_version
+           || length(r.required_labels::text)::text || ':' || r.required_labels::text
+           || r.min_cpu_millis::text || ',' || r.min_memory_mb::text || ','
+           || r.min_gpus::text || ',' || r.reserve_cpu_millis::text || ','
+           || r.reserve_memory_mb::text || ',' || r.reserve_gpus::text || ','
+           || coalesce(length(r.node_id)::text || ':' || r.node_id, '-'), 0)) AS shapes_as_first_defined,
+       count(*) FILTER (WHERE r.node_id IS NOT NULL) > 0 AS some_pinned
+  FROM sched.request r;
+-- the same for labels and names of more than one byte a character
+SELECT sched._request_shape('bü', 'v1', '{"zone": "ä"}', 1, 2, 3, 4, 5, 6, 'nödé')
+       = hashtextextended(length('bü')::text || ':bü' || '2:v1'
+                          || length('{"zone": "ä"}'::jsonb::text)::text || ':'
+                          || '{"zone": "ä"}'::jsonb::text || '1,2,3,4,5,6,'
+                          || length('nödé')::text || ':nödé', 0)
+       AS multibyte_as_first_defined;
+SELECT sched._request_shape(NULL, '1', '{}', 0, 0, 0, 0, 0, 0, NULL) IS NULL AS null_capability_null_shape;

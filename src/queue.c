@@ -125,6 +125,9 @@ sched_request_shape(PG_FUNCTION_ARGS)
 /*
  * sched._backend_slot(): this backend's slot number (BackendId), unique among the
  * backends running at any moment: the row of sched.tenant_live a transaction updates.
+ * Only 0.1.0's PL/pgSQL tenant trigger calls it (this library serves a database still at
+ * 0.1.0 until ALTER EXTENSION UPDATE); 0.2.0 has no such SQL function, its C trigger
+ * takes MyBackendId itself (tenant_live.c).
  */
 Datum
 sched_backend_slot(PG_FUNCTION_ARGS)

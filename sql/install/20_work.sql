@@ -228,7 +228,7 @@ CREATE INDEX attempt_live_spread_idx ON sched.attempt (spread_key, node_id)
  * the attempts costs as much as there are live ones, so triggers on sched.attempt
  * (sched._attempt_live_changed, 25_work_api.sql) keep sums instead.  One row per
  * (tenant, backend slot): the rows a transaction changes belong to its own backend slot
- * (sched._backend_slot()), which no concurrent transaction has, so dispatchers never
+ * (its BackendId, src/tenant_live.c), which no concurrent transaction has, so dispatchers never
  * wait for one another here.  Invariant: per tenant, sum(live) = its attempts in
  * DISPATCHED or RUNNING, and sum(cpu_millis), sum(memory_mb), sum(gpus) = what those
  * attempts reserve (0.2.0 added these three). */
@@ -242,11 +242,6 @@ CREATE TABLE sched.tenant_live (
     PRIMARY KEY (tenant, backend)
 );
 COMMENT ON TABLE sched.tenant_live IS 'Live attempts per tenant and what they reserve, summed by trigger over sched.attempt in one row per backend slot; sum(live) per tenant is its live attempts.';
-
-CREATE FUNCTION sched._backend_slot()
-RETURNS int
-AS 'MODULE_PATHNAME', 'sched_backend_slot'
-LANGUAGE C VOLATILE;
 
 CREATE SEQUENCE sched.command_id_seq;
 

@@ -9,7 +9,7 @@
 
 /* For each tenant a statement changed attempts of: the change in its live attempts and
  * in what they reserve, from the statement's transition tables, added to its row of this
- * backend's slot (sched._backend_slot()); TRUNCATE empties the table.  In C
+ * backend's slot (its BackendId); TRUNCATE empties the table.  In C
  * (src/tenant_live.c): it runs at every change of an attempt, and most (a start, say)
  * change no sums, which it sees without running a statement. */
 CREATE OR REPLACE FUNCTION sched._attempt_live_changed()

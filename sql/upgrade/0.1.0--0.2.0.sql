@@ -58,6 +58,9 @@ DROP FUNCTION sched._lock_execution_for(uuid, text);
 DROP FUNCTION sched.poll_commands(uuid, bigint, int, timestamptz);
 -- each writer of the timeline inserts its milestones itself (25_work_api.sql, Timeline)
 DROP FUNCTION sched._milestone(uuid, text, text, uuid, int, uuid, text, text, text, jsonb, timestamptz);
+-- the tenant sums' trigger is C and takes its backend slot itself (src/tenant_live.c);
+-- it replaces the PL/pgSQL one below (25_work_api.sql), which called this
+DROP FUNCTION sched._backend_slot();
 
 /* poll_commands: the worker session's commands (START, CANCEL) for its live attempts,
  * oldest first, each delivered once, with everything the worker needs. */

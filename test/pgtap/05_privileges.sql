@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(983);
+SELECT plan(978);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -218,7 +218,6 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.set_tenant_quota(text,int,int,bigint,int)', 'sched_admin', $$SELECT sched.set_tenant_quota('m-tenant', 5, NULL, NULL, 1)$$, '00000'),
   -- internal helpers: nobody but the owner
   ('sched._attempt_live_changed()', NULL, $$SELECT sched._attempt_live_changed()$$, NULL),
-  ('sched._backend_slot()', NULL, $$SELECT sched._backend_slot()$$, NULL),
   ('sched._caller()', NULL, $$SELECT sched._caller()$$, NULL),
   ('sched._check_at(timestamptz,text)', NULL, $$SELECT sched._check_at(now(), 'at')$$, NULL),
   ('sched._check_labels(jsonb,text)', NULL, $$SELECT sched._check_labels('{}'::jsonb, 'labels')$$, NULL),
