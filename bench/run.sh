@@ -28,7 +28,7 @@
 #      invariants afterwards
 #   6. backend memory of one dispatch_next(1000) vs dispatch_next(100)
 #   7. end to end: tasks per second through their whole life (submit, dispatch_next,
-#      the worker's wait_commands, start_attempt, finish_attempt), 2 scheduler clients
+#      the worker's wait_commands(start => true), finish_attempt), 2 scheduler clients
 #      and 8 worker clients at once, vs a plain job queue doing the same work without
 #      placement (2 clients inserting jobs, 8 claiming one FOR UPDATE SKIP LOCKED and
 #      marking it done), in a database of their own (bench/e2e.sql)
@@ -744,7 +744,8 @@ fi
 # pg_sched: $E2E_SCHEDULERS clients run w7_scheduler.pgbench (submit a batch of 100 tasks
 # while fewer than $E2E_BACKLOG are open, then dispatch_next(100)) while $E2E_WORKERS
 # clients run w7_worker.pgbench, each the worker of one node (wait_commands of its own
-# worker, start_attempt, finish_attempt: one transaction each).  The plain job queue:
+# worker with start => true, which starts the attempt it delivers, then finish_attempt:
+# one transaction each).  The plain job queue:
 # $E2E_SCHEDULERS clients insert batches of 100 jobs while fewer than $E2E_BACKLOG are ready,
 # $E2E_WORKERS claim one FOR UPDATE SKIP LOCKED (marking it running) and then mark it done.  Both for
 # $T7 s, side by side in each run.  Tasks per second: the tasks (jobs) finished during the
@@ -875,7 +876,7 @@ if wants 7; then
     ep=$(median w7.pg); ej=$(median w7.plain); rt=$(ratio "$ep" "$ej")
     viol=$(median w7.violations)
     row 7 "end to end: submit, dispatch_next, wait_commands, start, finish; $E2E_SCHEDULERS scheduler + $E2E_WORKERS worker clients" "tasks/s" "$(fmt "$ep")" "plain job queue (insert; claim FOR UPDATE SKIP LOCKED; mark done) $(fmt "$ej") jobs/s" "${rt}x plain queue" ">= 0.5x plain queue" "$(yesno ge "$rt" 0.5)"
-    note "Workload 7: $(fmt "$ep") tasks/s through their whole life (submitted 100 per transaction while fewer than $(fmt "$E2E_BACKLOG") are open, placed by dispatch_next(100), each taken by its worker with wait_commands, started and finished, each call its own transaction), ${rt}x the plain job queue's $(fmt "$ej") jobs/s (target >= 0.5x: $(yesno ge "$rt" 0.5)); failed transactions: pg_sched $(awk -F'\t' '$1 == "w7.pg.failed_transactions" { s += $2 } END { print s + 0 }' "$RES"), plain $(awk -F'\t' '$1 == "w7.plain.failed_transactions" { s += $2 } END { print s + 0 }' "$RES"); invariant violations afterwards: ${viol:-n/a}."
+    note "Workload 7: $(fmt "$ep") tasks/s through their whole life (submitted 100 per transaction while fewer than $(fmt "$E2E_BACKLOG") are open, placed by dispatch_next(100), each taken and started by its worker with wait_commands(start => true), then finished, each call its own transaction), ${rt}x the plain job queue's $(fmt "$ej") jobs/s (target >= 0.5x: $(yesno ge "$rt" 0.5)); failed transactions: pg_sched $(awk -F'\t' '$1 == "w7.pg.failed_transactions" { s += $2 } END { print s + 0 }' "$RES"), plain $(awk -F'\t' '$1 == "w7.plain.failed_transactions" { s += $2 } END { print s + 0 }' "$RES"); invariant violations afterwards: ${viol:-n/a}."
 fi
 if wants 3; then
     for n in $W3_SIZES; do

@@ -480,6 +480,13 @@ lock_attempt(SchedStatement *lock, const pg_uuid_t *attempt_id, AttemptRow *a)
 	return true;
 }
 
+/* a live attempt holds its slot: DISPATCHED or RUNNING */
+static bool
+attempt_is_live(const AttemptRow *a)
+{
+	return strcmp(a->status, "DISPATCHED") == 0 || strcmp(a->status, "RUNNING") == 0;
+}
+
 /* ERROR unless attempt a (locked) is live and lease_version is its lease's (55000). */
 static void
 check_live(const AttemptRow *a, int64 lease_version)
@@ -490,7 +497,7 @@ check_live(const AttemptRow *a, int64 lease_version)
 				 errmsg("stale lease_version " INT64_FORMAT " for attempt %s", lease_version,
 						sched_uuid_out(&a->attempt_id)),
 				 errdetail("The current lease_version is " INT64_FORMAT ".", a->lease_version)));
-	if (strcmp(a->status, "DISPATCHED") != 0 && strcmp(a->status, "RUNNING") != 0)
+	if (!attempt_is_live(a))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("attempt %s is no longer live: it is %s", sched_uuid_out(&a->attempt_id),
@@ -1017,15 +1024,57 @@ check_worker_session(const pg_uuid_t *worker_id, int64 generation, WorkerState *
 }
 
 /*
+ * Starts live attempt a (locked by the caller, its lease_version checked): RUNNING, its
+ * lease extended from `at` (extend_lease's rule), the execution RUNNING when it was
+ * CREATED or QUEUED, the milestone.  Returns lease_expires_at.  Inside SPI.
+ */
+static TimestampTz
+begin_attempt(const AttemptRow *a, TimestampTz at)
+{
+	TimestampTz expires;
+	Datum		v[3];
+	bool		isnull;
+
+	v[0] = UUIDPGetDatum(&a->attempt_id);
+	v[1] = TimestampTzGetDatum(at);
+	v[2] = Float8GetDatum((double) sched_lease_ttl_s);
+	sched_spi_exec(&attempt_started, v, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
+	expires = DatumGetTimestampTz(sched_spi_get(0, 1, &isnull));
+	if (a->execution_status == NULL || (strcmp(a->execution_status, "CREATED") == 0 ||
+										strcmp(a->execution_status, "QUEUED") == 0))
+	{
+		v[0] = UUIDPGetDatum(&a->execution_id);
+		sched_spi_exec(&execution_running, v, NULL, false, 0, SPI_OK_UPDATE);
+	}
+	add_milestone(&a->execution_id,
+				  psprintf("step.attempt.started:%s:%d", sched_uuid_out(&a->step_id), a->attempt_number),
+				  "EXECUTION", &a->step_id, a->attempt_number, &a->attempt_id, "RUNNING", "Worker",
+				  "Attempt started", detail_node_worker(a->node_id, &a->worker_id), at);
+	return expires;
+}
+
+/* the columns of a delivered command (commands_delivered), and the started lease's end */
+#define DELIVERED_COLUMNS 11
+#define COMMAND_COLUMNS (DELIVERED_COLUMNS + 1)
+
+/*
  * Delivers up to `max` commands of the worker's generation into the call's result set,
- * marked delivered at `at`; how many.  check_worker_session() first (setting *state).
- * Inside SPI.
+ * marked delivered at `at`; returns how many were marked.  check_worker_session() first
+ * (setting *state).  With `start`, each START's attempt is started at `at` as
+ * start_attempt starts it (begin_attempt), its lease_expires_at in the row; a START whose
+ * attempt ended between the delivery's snapshot and its lock (a reap, a preemption, an
+ * end the worker's earlier process made) is marked delivered and not returned: there is
+ * nothing left to run.  Locks: the delivered command rows, then each started attempt's
+ * row (waiting for it: nothing holds an attempt and waits for a command row), then its
+ * execution's, in the order of the protocol.  Inside SPI.
  */
 static uint64
 deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 generation,
-				 int32 max, TimestampTz at, WorkerState *state)
+				 int32 max, TimestampTz at, bool start, WorkerState *state)
 {
 	Datum		v[4];
+	SPITupleTable *delivered;
+	uint64		ndelivered;
 	uint64		i;
 
 	check_worker_session(worker_id, generation, state);
@@ -1034,15 +1083,38 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 	v[2] = Int32GetDatum(max);
 	v[3] = TimestampTzGetDatum(at);
 	sched_spi_exec(&commands_delivered, v, NULL, false, 0, SPI_OK_SELECT);
-	for (i = 0; i < SPI_processed; i++)
+	/* kept to the end of the call, out of sched_spi_exec's reach (it frees the last
+	 * result before it runs a statement): the starts below run statements of their own */
+	delivered = SPI_tuptable;
+	ndelivered = SPI_processed;
+	SPI_tuptable = NULL;
+	for (i = 0; i < ndelivered; i++)
 	{
-		Datum		values[11];
-		bool		nulls[11];
+		Datum		values[COMMAND_COLUMNS];
+		bool		nulls[COMMAND_COLUMNS];
 
-		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, values, nulls);
+		heap_deform_tuple(delivered->vals[i], delivered->tupdesc, values, nulls);
+		values[DELIVERED_COLUMNS] = (Datum) 0;
+		nulls[DELIVERED_COLUMNS] = true;
+		if (start && strcmp(TextDatumGetCString(values[1]), "START") == 0)
+		{
+			AttemptRow	a;
+
+			if (!lock_attempt(&attempt_lock_to_start, DatumGetUUIDP(values[2]), &a))
+				elog(ERROR, "pg_sched: the attempt of command " INT64_FORMAT " is gone",
+					 DatumGetInt64(values[0]));
+			if (memcmp(&a.worker_id, worker_id, sizeof(pg_uuid_t)) != 0)
+				elog(ERROR, "pg_sched: command " INT64_FORMAT " is not for its attempt's worker",
+					 DatumGetInt64(values[0]));
+			if (!attempt_is_live(&a) || a.lease_version != DatumGetInt64(values[3]))
+				continue;
+			values[DELIVERED_COLUMNS] = TimestampTzGetDatum(begin_attempt(&a, at));
+			nulls[DELIVERED_COLUMNS] = false;
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	return SPI_processed;
+	SPI_freetuptable(delivered);
+	return ndelivered;
 }
 
 static int32
@@ -1060,12 +1132,16 @@ max_arg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * poll_commands(worker_id, generation, max, at) → the worker session's commands (START,
+ * poll_commands(worker_id, generation, max, at, start) → the worker session's commands (START,
  * CANCEL) for its live attempts, oldest first, each delivered once, with everything the
  * worker needs to run the attempt: those made for this session, and those an earlier
  * session of the worker did not receive (a START no process received may run here; a
  * CANCEL for an attempt this session does not hold is to be ignored).
- * A stale generation is refused (55000).  Locks: the delivered command rows (SKIP LOCKED).
+ * With `start`, each START's attempt is also started (RUNNING, its lease from `at`, as
+ * start_attempt; an `at` in the future is refused then, as there): the worker receives
+ * and begins an attempt in one transaction, as a job queue's claim marks its job
+ * running.  A stale generation is refused (55000).  Locks: the delivered command rows
+ * (SKIP LOCKED), then the attempts started (deliver_commands).
  */
 Datum
 sched_poll_commands(PG_FUNCTION_ARGS)
@@ -1074,19 +1150,24 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 	pg_uuid_t	worker_id;
 	int64		generation;
 	int32		max;
+	bool		start;
 
 	sched_check_not_null(fcinfo, 0, "worker_id");
 	sched_check_not_null(fcinfo, 1, "generation");
 	max = max_arg(fcinfo, 2);
 	sched_check_not_null(fcinfo, 3, "at");
 	sched_check_time(PG_GETARG_TIMESTAMPTZ(3), "at");
+	sched_check_not_null(fcinfo, 4, "start");
+	start = PG_GETARG_BOOL(4);
+	if (start)
+		sched_check_at_not_future(PG_GETARG_TIMESTAMPTZ(3), "at");
 	worker_id = uuid_arg(fcinfo, 0);
 	generation = PG_GETARG_INT64(1);
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	deliver_commands(rsinfo, &worker_id, generation, max, PG_GETARG_TIMESTAMPTZ(3), NULL);
+	deliver_commands(rsinfo, &worker_id, generation, max, PG_GETARG_TIMESTAMPTZ(3), start, NULL);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -1108,11 +1189,12 @@ sched_wake_worker_at_commit(PG_FUNCTION_ARGS)
 #define WAIT_TIMEOUT_MAX_S 3600
 
 /*
- * wait_commands(worker_id, generation, max, timeout) → what poll_commands returns, at
+ * wait_commands(worker_id, generation, max, timeout, start) → what poll_commands returns, at
  * once when there is something; otherwise it sleeps until a command for the worker
  * commits (wakeup.c: no NOTIFY), the worker's runtime_state changes (a heartbeat to
  * DRAINING or STOPPED wakes it), or `timeout` passes, then returns what there is, maybe
- * nothing.  Commands are marked delivered at the moment they are read.  While it sleeps
+ * nothing.  Commands are marked delivered at the moment they are read, and with `start`
+ * the STARTs' attempts started then (as poll_commands does).  While it sleeps
  * it holds no snapshot and no lock (the delivered rows are locked only by the poll that
  * returns them), and a cancel or statement_timeout ends it at once.
  *
@@ -1134,6 +1216,7 @@ sched_wait_commands(PG_FUNCTION_ARGS)
 	TimestampTz deadline;
 	WorkerState state_at_start;
 	WorkerState state;
+	bool		start;
 
 	sched_check_not_null(fcinfo, 0, "worker_id");
 	sched_check_not_null(fcinfo, 1, "generation");
@@ -1148,6 +1231,8 @@ sched_wait_commands(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("parameter \"timeout\" must be between 0 and 1 hour: %s",
 						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(timeout))))));
+	sched_check_not_null(fcinfo, 4, "start");
+	start = PG_GETARG_BOOL(4);
 	worker_id = uuid_arg(fcinfo, 0);
 	generation = PG_GETARG_INT64(1);
 	if (RecoveryInProgress())
@@ -1183,7 +1268,7 @@ sched_wait_commands(PG_FUNCTION_ARGS)
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "pg_sched: SPI_connect failed");
 			n = deliver_commands(rsinfo, &worker_id, generation, max, GetCurrentTimestamp(),
-								 &state);
+								 start, &state);
 			SPI_finish();
 			if (n > 0 || strcmp(state, state_at_start) != 0 || !sched_wakeup_sleep(deadline))
 				break;
@@ -1208,8 +1293,6 @@ sched_start_attempt(PG_FUNCTION_ARGS)
 	AttemptRow	a;
 	TimestampTz at;
 	TimestampTz expires;
-	Datum		v[3];
-	bool		isnull;
 
 	sched_check_not_null(fcinfo, 2, "at");
 	sched_check_time(PG_GETARG_TIMESTAMPTZ(2), "at");
@@ -1218,21 +1301,7 @@ sched_start_attempt(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	live_attempt(fcinfo, 0, 1, &attempt_lock_to_start, &a);
-	v[0] = UUIDPGetDatum(&a.attempt_id);
-	v[1] = TimestampTzGetDatum(at);
-	v[2] = Float8GetDatum((double) sched_lease_ttl_s);
-	sched_spi_exec(&attempt_started, v, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
-	expires = DatumGetTimestampTz(sched_spi_get(0, 1, &isnull));
-	if (a.execution_status == NULL || (strcmp(a.execution_status, "CREATED") == 0 ||
-									   strcmp(a.execution_status, "QUEUED") == 0))
-	{
-		v[0] = UUIDPGetDatum(&a.execution_id);
-		sched_spi_exec(&execution_running, v, NULL, false, 0, SPI_OK_UPDATE);
-	}
-	add_milestone(&a.execution_id,
-				  psprintf("step.attempt.started:%s:%d", sched_uuid_out(&a.step_id), a.attempt_number),
-				  "EXECUTION", &a.step_id, a.attempt_number, &a.attempt_id, "RUNNING", "Worker",
-				  "Attempt started", detail_node_worker(a.node_id, &a.worker_id), at);
+	expires = begin_attempt(&a, at);
 	SPI_finish();
 	PG_RETURN_TIMESTAMPTZ(expires);
 }

@@ -14,15 +14,18 @@
 -- ---------------------------------------------------------------------------------
 
 /* poll_commands: the worker session's commands (START, CANCEL) for its live attempts,
- * oldest first, each delivered once, with everything the worker needs. */
+ * oldest first, each delivered once, with everything the worker needs.  With start, each
+ * START's attempt is started as start_attempt starts it, in the same transaction as its
+ * delivery (lease_expires_at: the started lease's end; NULL otherwise). */
 CREATE FUNCTION sched.poll_commands(
     worker_id uuid,
     generation bigint,
     max int DEFAULT 10,
-    at timestamptz DEFAULT now())
+    at timestamptz DEFAULT now(),
+    start boolean DEFAULT false)
 RETURNS TABLE (command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint,
                execution_id uuid, step_id uuid, attempt_number int, capability text,
-               capability_version text, payload jsonb)
+               capability_version text, payload jsonb, lease_expires_at timestamptz)
 AS 'MODULE_PATHNAME', 'sched_poll_commands'
 LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp;
@@ -31,15 +34,16 @@ SET search_path = pg_catalog, pg_temp;
  * sleeps, holding no snapshot, until a command for the worker commits or `timeout`
  * passes.  A statement of its own, in autocommit or a READ COMMITTED transaction that
  * has written nothing (25000 otherwise); needs pg_sched preloaded (55000); not on a
- * standby (25006). */
+ * standby (25006).  start as for poll_commands. */
 CREATE FUNCTION sched.wait_commands(
     worker_id uuid,
     generation bigint,
     max int DEFAULT 10,
-    timeout interval DEFAULT '30 seconds')
+    timeout interval DEFAULT '30 seconds',
+    start boolean DEFAULT false)
 RETURNS TABLE (command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint,
                execution_id uuid, step_id uuid, attempt_number int, capability text,
-               capability_version text, payload jsonb)
+               capability_version text, payload jsonb, lease_expires_at timestamptz)
 AS 'MODULE_PATHNAME', 'sched_wait_commands'
 LANGUAGE C VOLATILE
 SET search_path = pg_catalog, pg_temp;

@@ -131,8 +131,8 @@ ALTER FUNCTION sched.complete_execution(uuid, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.reap_expired(timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.register_worker(text, text, text[], int, uuid, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.heartbeat(uuid, bigint, timestamptz, text) SECURITY DEFINER;
-ALTER FUNCTION sched.poll_commands(uuid, bigint, int, timestamptz) SECURITY DEFINER;
-ALTER FUNCTION sched.wait_commands(uuid, bigint, int, interval) SECURITY DEFINER;
+ALTER FUNCTION sched.poll_commands(uuid, bigint, int, timestamptz, boolean) SECURITY DEFINER;
+ALTER FUNCTION sched.wait_commands(uuid, bigint, int, interval, boolean) SECURITY DEFINER;
 ALTER FUNCTION sched.start_attempt(uuid, bigint, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.renew_lease(uuid, bigint, timestamptz) SECURITY DEFINER;
 ALTER FUNCTION sched.finish_attempt(uuid, bigint, text, jsonb, timestamptz) SECURITY DEFINER;
@@ -187,8 +187,8 @@ TO sched_scheduler;
 GRANT EXECUTE ON FUNCTION
     sched.register_worker(text, text, text[], int, uuid, timestamptz),
     sched.heartbeat(uuid, bigint, timestamptz, text),
-    sched.poll_commands(uuid, bigint, int, timestamptz),
-    sched.wait_commands(uuid, bigint, int, interval),
+    sched.poll_commands(uuid, bigint, int, timestamptz, boolean),
+    sched.wait_commands(uuid, bigint, int, interval, boolean),
     sched.start_attempt(uuid, bigint, timestamptz),
     sched.renew_lease(uuid, bigint, timestamptz),
     sched.finish_attempt(uuid, bigint, text, jsonb, timestamptz)

@@ -19,7 +19,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(101);
+SELECT plan(106);
 
 -- The signature table: name, argument types, result, and the full argument list as
 -- pg_get_function_arguments() prints it (names, types, defaults), or NULL where SPEC
@@ -81,9 +81,12 @@ INSERT INTO sig VALUES
    'max_dispatches integer, capability text, tenant text, at timestamp with time zone',
    'max_dispatches integer DEFAULT 1, capability text DEFAULT NULL::text, tenant text DEFAULT NULL::text, at timestamp with time zone DEFAULT now()'),
   -- worker side (the result columns of poll_commands are checked below)
-  ('poll_commands', '{uuid,bigint,integer,"timestamp with time zone"}', 'setof record',
-   'worker_id uuid, generation bigint, max integer, at timestamp with time zone',
-   'worker_id uuid, generation bigint, max integer DEFAULT 10, at timestamp with time zone DEFAULT now()'),
+  ('poll_commands', '{uuid,bigint,integer,"timestamp with time zone",boolean}', 'setof record',
+   'worker_id uuid, generation bigint, max integer, at timestamp with time zone, start boolean',
+   'worker_id uuid, generation bigint, max integer DEFAULT 10, at timestamp with time zone DEFAULT now(), start boolean DEFAULT false'),
+  ('wait_commands', '{uuid,bigint,integer,interval,boolean}', 'setof record',
+   'worker_id uuid, generation bigint, max integer, timeout interval, start boolean',
+   'worker_id uuid, generation bigint, max integer DEFAULT 10, timeout interval DEFAULT ''00:00:30''::interval, start boolean DEFAULT false'),
   ('start_attempt', '{uuid,bigint,"timestamp with time zone"}', 'timestamp with time zone',
    'attempt_id uuid, lease_version bigint, at timestamp with time zone',
    'attempt_id uuid, lease_version bigint, at timestamp with time zone DEFAULT now()'),
@@ -99,7 +102,7 @@ INSERT INTO sig VALUES
 
 -- ---------------------------------------------------------------------------------
 -- Every function of SPEC section 5: exists with these argument types, returns this type
--- (22 signatures x 2 tests)
+-- (23 signatures x 2 tests)
 -- ---------------------------------------------------------------------------------
 SELECT has_function('sched'::name, fn, argtypes,
                     format('sched.%s(%s) exists', fn, array_to_string(argtypes, ', ')))
@@ -109,7 +112,7 @@ SELECT function_returns('sched'::name, fn, argtypes, returns,
   FROM sig ORDER BY fn, cardinality(argtypes);
 
 -- ---------------------------------------------------------------------------------
--- Parameter names (named notation) and defaults (22 identity + 17 with defaults)
+-- Parameter names (named notation) and defaults (23 identity + 18 with defaults)
 -- ---------------------------------------------------------------------------------
 CREATE FUNCTION pg_temp.proc_of(fn name, argtypes name[])
 RETURNS regprocedure LANGUAGE sql STABLE AS $$
@@ -125,9 +128,11 @@ SELECT is(pg_get_function_arguments(pg_temp.proc_of(fn, argtypes)), full_args,
 
 -- poll_commands returns the rows the contract names, in that order: everything a
 -- worker needs, so that it never reads pg_sched's tables
-SELECT is(pg_get_function_result('sched.poll_commands(uuid, bigint, integer, timestamptz)'::regprocedure),
-          'TABLE(command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint, execution_id uuid, step_id uuid, attempt_number integer, capability text, capability_version text, payload jsonb)',
-          'poll_commands returns the command, its attempt, the execution, step, attempt number, capability, version and payload');
+SELECT is(pg_get_function_result(p::regprocedure),
+          'TABLE(command_id bigint, kind text, attempt_id uuid, lease_version bigint, request_id bigint, execution_id uuid, step_id uuid, attempt_number integer, capability text, capability_version text, payload jsonb, lease_expires_at timestamp with time zone)',
+          format('%s returns the command, its attempt, the execution, step, attempt number, capability, version, payload and the lease of an attempt it started', p))
+  FROM unnest(ARRAY['sched.poll_commands(uuid, bigint, integer, timestamptz, boolean)',
+                    'sched.wait_commands(uuid, bigint, integer, interval, boolean)']) AS p;
 
 -- dispatch writes; placement only reads (stable: one snapshot per statement)
 SELECT volatility_is('sched', 'dispatch_attempt', ARRAY['bigint', 'uuid', 'timestamp with time zone'],

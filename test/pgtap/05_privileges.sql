@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(978);
+SELECT plan(979);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -194,10 +194,10 @@ INSERT INTO fn (sig, job, call, state) VALUES
    'sched_worker', $$SELECT sched.register_worker('m-a', 'm-cap', ARRAY['1.0'], 3)$$, '00000'),
   ('sched.heartbeat(uuid,bigint,timestamptz,text)',
    'sched_worker', $$SELECT sched.heartbeat('c1000000-0000-4000-8000-000000000001', 1)$$, '00000'),
-  ('sched.poll_commands(uuid,bigint,int,timestamptz)',
+  ('sched.poll_commands(uuid,bigint,int,timestamptz,boolean)',
    'sched_worker', $$SELECT * FROM sched.poll_commands('c1000000-0000-4000-8000-000000000001', 1)$$, '00000'),
   -- run here from a function (EXECUTE), where it refuses to wait, after the privilege check
-  ('sched.wait_commands(uuid,bigint,int,interval)',
+  ('sched.wait_commands(uuid,bigint,int,interval,boolean)',
    'sched_worker', $$SELECT * FROM sched.wait_commands('c1000000-0000-4000-8000-000000000001', 1, 10, '0')$$, '25000'),
   ('sched.start_attempt(uuid,bigint,timestamptz)',
    'sched_worker', format('SELECT sched.start_attempt(%L, %s)', :'ma', :mlv), '00000'),
@@ -431,6 +431,9 @@ SELECT throws_ok($$SELECT sched.heartbeat('a1000000-0000-4000-8000-000000000001'
     'permission denied for worker a1000000-0000-4000-8000-000000000001', 'w_two cannot heartbeat W1');
 SELECT throws_ok($$SELECT * FROM sched.poll_commands('a1000000-0000-4000-8000-000000000001', 1)$$, '42501',
     'permission denied for worker a1000000-0000-4000-8000-000000000001', 'w_two cannot poll W1''s commands');
+SELECT throws_ok($$SELECT * FROM sched.poll_commands('a1000000-0000-4000-8000-000000000001', 1, start => true)$$, '42501',
+    'permission denied for worker a1000000-0000-4000-8000-000000000001',
+    'w_two cannot poll W1''s commands to start them');
 SELECT throws_ok(format('SELECT sched.start_attempt(%L, %s)', :'a1', :l1), '42501',
     'permission denied for worker a1000000-0000-4000-8000-000000000001', 'w_two cannot start W1''s attempt');
 SELECT throws_ok(format('SELECT sched.renew_lease(%L, %s)', :'a1', :l1), '42501',

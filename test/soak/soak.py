@@ -21,7 +21,8 @@ database with pg_sched installed, preloaded and reaped by its maintenance worker
           - worker clients (soak_worker), each running several worker sessions on one
             connection, as README "Writing a worker" says: register_worker, LISTEN,
             heartbeat every heartbeat_ttl / 3, renew_lease every lease_ttl / 3,
-            poll_commands, start_attempt, finish_attempt SUCCEEDED (85 %) or FAILED after
+            poll_commands and start_attempt (every other session: poll_commands with
+            start => true, which starts what it delivers), finish_attempt SUCCEEDED (85 %) or FAILED after
             0.05-7 s of "work" (the payload's work_ms when it has one; the payload must
             arrive intact), CANCELLED on a CANCEL command; some finishes repeated (must
             return the same status); from time to time a session "dies": it stops
@@ -508,12 +509,17 @@ class Session:
         self.dead_until = None
         self.death = None
         self.woken = False
+        self.start_on_delivery = False
 
 
 class WorkerClient(Client):
     def __init__(self, name, specs):
         super().__init__(name, "soak_worker")
         self.sessions = [Session(s) for s in specs]
+        # every other session receives and starts its attempts in one call (poll_commands
+        # start => true), the others start each one with start_attempt
+        for i, s in enumerate(self.sessions):
+            s.start_on_delivery = i % 2 == 1
         self.by_channel = {}
         self.conn.add_notify_handler(self.on_notify)
         self.hb_every = HEARTBEAT_TTL / 3
@@ -631,12 +637,12 @@ class WorkerClient(Client):
         s.next_poll = now + 0.5
         try:
             rows = self.call("poll_commands",
-                             "SELECT kind, attempt_id, lease_version, step_id, payload"
-                             "  FROM sched.poll_commands(%s, %s, max => %s)",
-                             (s.worker_id, s.generation, s.slots))
+                             "SELECT kind, attempt_id, lease_version, step_id, payload, lease_expires_at"
+                             "  FROM sched.poll_commands(%s, %s, max => %s, start => %s)",
+                             (s.worker_id, s.generation, s.slots, s.start_on_delivery))
         except Refused:
             return
-        for kind, attempt_id, lease_version, step_id, payload in rows:
+        for kind, attempt_id, lease_version, step_id, payload, started_until in rows:
             self.stats.outcomes[("poll_commands", kind)] += 1
             if kind == "CANCEL":
                 a = s.held.get(attempt_id)
@@ -657,13 +663,22 @@ class WorkerClient(Client):
             outcome = "SUCCEEDED" if self.rng.random() < 0.85 else "FAILED"
             a = Att({"attempt_id": attempt_id, "lease_version": lease_version, "step_id": step_id},
                     time.monotonic() + secs, outcome)
-            try:
-                a.expires = self.call("start_attempt", "SELECT sched.start_attempt(%s, %s)",
-                                      (attempt_id, lease_version), expect=("55000",))[0][0]
+            if s.start_on_delivery:
+                if started_until is None:
+                    S.anomaly("no_unexpected_errors",
+                              f"poll_commands(start => true) returned START {attempt_id} not started")
+                    continue
+                a.expires = started_until
                 a.renewed = time.monotonic()
-            except Refused:
-                self.stats.events["leases lost by a live worker (start)"] += 1
-                continue
+                self.stats.events["attempts started on delivery"] += 1
+            else:
+                try:
+                    a.expires = self.call("start_attempt", "SELECT sched.start_attempt(%s, %s)",
+                                          (attempt_id, lease_version), expect=("55000",))[0][0]
+                    a.renewed = time.monotonic()
+                except Refused:
+                    self.stats.events["leases lost by a live worker (start)"] += 1
+                    continue
             s.held[attempt_id] = a
         if len(rows) == s.slots:
             s.next_poll = now            # there may be more
