@@ -6,7 +6,8 @@
 -- (upsert_node, then register_worker: READY, a heartbeat, generation 1, registered by
 -- the session's role); the pgbench scripts w7_scheduler.pgbench (submit a batch, then
 -- dispatch_next of a batch) and w7_worker.pgbench (wait_commands of the client's own
--- worker, start_attempt, finish_attempt) do the rest.
+-- worker with start => true, which starts what it delivers, then finish_attempt) do the
+-- rest.
 --
 -- Plain job queue: bench.job, a table of jobs as the PostgreSQL job queues keep them
 -- (que, good_job, river, pg-boss ...): w7_job_insert.pgbench inserts a batch,

@@ -1063,10 +1063,11 @@ begin_attempt(const AttemptRow *a, TimestampTz at)
  * (setting *state).  With `start`, each START's attempt is started at `at` as
  * start_attempt starts it (begin_attempt), its lease_expires_at in the row; a START whose
  * attempt ended between the delivery's snapshot and its lock (a reap, a preemption, an
- * end the worker's earlier process made) is marked delivered and not returned: there is
- * nothing left to run.  Locks: the delivered command rows, then each started attempt's
- * row (waiting for it: nothing holds an attempt and waits for a command row), then its
- * execution's, in the order of the protocol.  Inside SPI.
+ * end an operator made) is marked delivered and not returned: there is nothing to run.
+ * Locks, in the order of the protocol: the delivered command rows (SKIP LOCKED), then
+ * the attempts of every START delivered, all of them before any start writes (waiting
+ * for them: nothing holds an attempt and waits for a command row), then their
+ * executions, as the starts update them.  Inside SPI.
  */
 static uint64
 deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 generation,
@@ -1075,6 +1076,8 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 	Datum		v[4];
 	SPITupleTable *delivered;
 	uint64		ndelivered;
+	AttemptRow *attempts = NULL;
+	bool	   *to_start = NULL;
 	uint64		i;
 
 	check_worker_session(worker_id, generation, state);
@@ -1088,6 +1091,36 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 	delivered = SPI_tuptable;
 	ndelivered = SPI_processed;
 	SPI_tuptable = NULL;
+
+	if (start && ndelivered > 0)
+	{
+		/* every START's attempt locked first (the attempts before their executions) */
+		attempts = palloc0(sizeof(AttemptRow) * ndelivered);
+		to_start = palloc0(sizeof(bool) * ndelivered);
+		for (i = 0; i < ndelivered; i++)
+		{
+			bool		isnull;
+			char	   *kind = TextDatumGetCString(heap_getattr(delivered->vals[i], 2,
+																 delivered->tupdesc, &isnull));
+			int64		command_id = DatumGetInt64(heap_getattr(delivered->vals[i], 1,
+																delivered->tupdesc, &isnull));
+			pg_uuid_t  *attempt_id = DatumGetUUIDP(heap_getattr(delivered->vals[i], 3,
+																delivered->tupdesc, &isnull));
+			int64		lease_version = DatumGetInt64(heap_getattr(delivered->vals[i], 4,
+																   delivered->tupdesc, &isnull));
+
+			if (strcmp(kind, "START") != 0)
+				continue;
+			if (!lock_attempt(&attempt_lock_to_start, attempt_id, &attempts[i]))
+				elog(ERROR, "pg_sched: the attempt of command " INT64_FORMAT " is gone", command_id);
+			if (memcmp(&attempts[i].worker_id, worker_id, sizeof(pg_uuid_t)) != 0)
+				elog(ERROR, "pg_sched: command " INT64_FORMAT " is not for its attempt's worker",
+					 command_id);
+			to_start[i] = true;
+			if (!attempt_is_live(&attempts[i]) || attempts[i].lease_version != lease_version)
+				to_start[i] = false;	/* ended meanwhile: nothing to run */
+		}
+	}
 	for (i = 0; i < ndelivered; i++)
 	{
 		Datum		values[COMMAND_COLUMNS];
@@ -1096,19 +1129,11 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 		heap_deform_tuple(delivered->vals[i], delivered->tupdesc, values, nulls);
 		values[DELIVERED_COLUMNS] = (Datum) 0;
 		nulls[DELIVERED_COLUMNS] = true;
-		if (start && strcmp(TextDatumGetCString(values[1]), "START") == 0)
+		if (start && attempts[i].status != NULL)
 		{
-			AttemptRow	a;
-
-			if (!lock_attempt(&attempt_lock_to_start, DatumGetUUIDP(values[2]), &a))
-				elog(ERROR, "pg_sched: the attempt of command " INT64_FORMAT " is gone",
-					 DatumGetInt64(values[0]));
-			if (memcmp(&a.worker_id, worker_id, sizeof(pg_uuid_t)) != 0)
-				elog(ERROR, "pg_sched: command " INT64_FORMAT " is not for its attempt's worker",
-					 DatumGetInt64(values[0]));
-			if (!attempt_is_live(&a) || a.lease_version != DatumGetInt64(values[3]))
+			if (!to_start[i])
 				continue;
-			values[DELIVERED_COLUMNS] = TimestampTzGetDatum(begin_attempt(&a, at));
+			values[DELIVERED_COLUMNS] = TimestampTzGetDatum(begin_attempt(&attempts[i], at));
 			nulls[DELIVERED_COLUMNS] = false;
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

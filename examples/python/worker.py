@@ -12,7 +12,8 @@ declare its node (--cpu, --memory-mb, --gpus or --labels).  What the worker does
   2. wait_commands: returns at once when there are commands (START: run an attempt,
      CANCEL: stop one), otherwise sleeps in the server until one commits or the timeout;
   3. start_attempt, the work, finish_attempt -- in one of `slots` threads, each with
-     its own connection;
+     its own connection (with --start-on-delivery, wait_commands starts the attempts
+     it returns, start => true, and the thread goes straight to the work);
   4. between waits: heartbeat every heartbeat_ttl / 3, and renew the lease of every
      attempt it holds every lease_ttl / 3 (waiting and renewing are not heartbeats);
   5. the main connection lost (server restart, network, pg_terminate_backend): connect
@@ -67,6 +68,7 @@ class Attempt:
         self.lost = False               # the lease is gone: report nothing any more
         self.abandoned = False          # the worker is shutting down: have it retried
         self.finishing = False          # finish_attempt is under way
+        self.started = cmd.lease_expires_at is not None     # by wait_commands(start => true)
 
 
 class Worker:
@@ -160,10 +162,11 @@ class Worker:
         self.waiting = True             # from here on, a signal cancels the wait
         try:
             return self.conn.execute(
-                "SELECT kind, attempt_id, lease_version, attempt_number, payload"
-                "  FROM sched.wait_commands(%s, %s, max => %s, timeout => %s)",
+                "SELECT kind, attempt_id, lease_version, attempt_number, payload, lease_expires_at"
+                "  FROM sched.wait_commands(%s, %s, max => %s, timeout => %s, start => %s)",
                 (self.worker_id, self.generation, self.args.slots,
-                 datetime.timedelta(seconds=max(timeout, 0)))).fetchall()
+                 datetime.timedelta(seconds=max(timeout, 0)),
+                 self.args.start_on_delivery)).fetchall()
         finally:
             self.waiting = False
 
@@ -294,10 +297,11 @@ class Worker:
 
     def run_attempt(self, conn, number, a):
         if not a.stop.is_set():
-            conn, live = self.call(conn, number, a, "SELECT sched.start_attempt(%s, %s)",
-                                   (a.attempt_id, a.lease_version))
-            if not live:
-                return conn
+            if not a.started:
+                conn, live = self.call(conn, number, a, "SELECT sched.start_attempt(%s, %s)",
+                                       (a.attempt_id, a.lease_version))
+                if not live:
+                    return conn
             outcome, detail = self.work(a)
         else:
             outcome, detail = "CANCELLED", {}   # cancelled before it started
@@ -345,6 +349,8 @@ def main():
                    help="longest wait_commands, seconds (heartbeats and renewals may cut it short)")
     p.add_argument("--pooler", action="store_true",
                    help="connected through a pooler in transaction mode (pgbouncer): no prepared statements")
+    p.add_argument("--start-on-delivery", action="store_true",
+                   help="start each attempt as wait_commands delivers it (start => true)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every attempt")
     args = p.parse_args()
     args.versions = args.versions.split(",")

@@ -5,7 +5,8 @@
 # one, with pg_sched installed and preloaded), directly and through pgbouncer.
 #
 # Every scenario: 200 tasks of 0.05-0.2 s, 3 nodes with one worker of 4 slots each, the
-# scheduler in audit mode; it waits until every step succeeded.
+# scheduler in audit mode; it waits until every step succeeded.  In the two "default"
+# ones worker 3 starts its attempts as wait_commands delivers them (--start-on-delivery).
 #   "default"    default settings.
 #   "kill"       sched.lease_ttl 4s, sched.heartbeat_ttl 3s; once a third of the tasks
 #                are done, kill -9 the worker holding the most live attempts.  Its
@@ -235,10 +236,14 @@ EOF
             --count "$TASKS" --sleep 0.05 --sleep-max 0.2 -q
     fi
 
-    local i pids=()
+    # in the default scenarios worker 3 starts what it receives (wait_commands start =>
+    # true); in the others every worker starts each attempt with start_attempt
+    local i pids=() starts
     for i in 1 2 3; do
+        starts=()
+        [ $mode = default ] && [ $i = 3 ] && starts=(--start-on-delivery)
         PGPORT=$cport PGUSER=sched_e2e_worker PGDATABASE=$DB "$PY" "$EX/worker.py" "${pooler[@]}" \
-            --node "node-$i" --capability demo --versions 1.0 --slots 4 -v >"$DIR/worker-$i.log" 2>&1 &
+            --node "node-$i" --capability demo --versions 1.0 --slots 4 "${starts[@]}" -v >"$DIR/worker-$i.log" 2>&1 &
         pids[$i]=$!; PIDS+=($!)
     done
     # the scheduler starts once the fleet is registered, so no registration runs
@@ -377,6 +382,12 @@ print(c.execute(scheduler.LEFT_FITTING).fetchone()[0], c.execute(scheduler.FREE_
     default)
         check_eq "$name: every attempt SUCCEEDED (no loss, no retry)" \
             "$(q "SELECT count(*) FROM sched.attempt WHERE status <> 'SUCCEEDED'")" 0
+        # started in the call that delivered it: started_at is the delivery's time
+        check_eq "$name: node-3's attempts were started as they were delivered, the others' later" \
+            "$(q "SELECT count(*) FILTER (WHERE a.node_id = 'node-3' AND a.started_at = c.delivered_at) > 0
+                  AND count(*) FILTER (WHERE a.node_id = 'node-3' AND a.started_at IS DISTINCT FROM c.delivered_at) = 0
+                  AND count(*) FILTER (WHERE a.node_id <> 'node-3' AND a.started_at <= c.delivered_at) = 0
+                  FROM sched.attempt a JOIN sched.command c ON c.attempt_id = a.attempt_id AND c.kind = 'START'")" t
         ;;
     kill)
         check_eq "$name: the killed worker's live attempts ended LOST" \

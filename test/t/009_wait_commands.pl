@@ -8,6 +8,7 @@
 #     START command (if the wake-up were lost, it would sleep its 10 minutes and the
 #     harness's timeout would fail the test);
 #   - with two workers waiting, a command for one wakes only that one;
+#   - with start => true the woken wait also starts the attempt it returns;
 #   - a heartbeat that changes the state to DRAINING or STOPPED wakes the worker's wait,
 #     and so does a new registration (the replaced session's wait is refused, 55000);
 #   - pg_cancel_backend and statement_timeout end a wait at once with their errors, and
@@ -53,10 +54,12 @@ sub submit
 # wait that will sleep: a result that came at once would be read, and lost, here)
 sub start_wait
 {
-	my ($bg, $worker, $timeout) = @_;
+	my ($bg, $worker, $timeout, $start) = @_;
+	$start //= 'false';
 	$bg->query_until(qr/started\n/,
 		    "\\echo started\n"
-		  . "SELECT kind || ' ' || step_id FROM sched.wait_commands('$worker', 1, 10, '$timeout');\n"
+		  . "SELECT kind || ' ' || step_id || CASE WHEN lease_expires_at IS NOT NULL THEN ' started' ELSE '' END"
+		  . "  FROM sched.wait_commands('$worker', 1, 10, '$timeout', start => $start);\n"
 		  . "\\echo done\n");
 }
 
@@ -190,6 +193,21 @@ is($bg1->query_safe(
 	"START $step3", 'the next wait of the session works, and returns at once what is there');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM sched.command WHERE delivered_at IS NULL'), '0',
 	'every command was delivered once');
+
+# ---------------------------------------------------------------------------------------
+# Woken, and the attempt started in the same call (start => true)
+# ---------------------------------------------------------------------------------------
+start_wait($bg1, $w1, '10 min', 'true');
+ok(sleeping($pid1), 'w1 waits to start what it receives');
+my $step4 = '5f000000-0000-4000-8000-000000000004';
+my $r4 = submit('cap', $step4);
+is($node->safe_psql('postgres', "SELECT outcome FROM sched.dispatch_attempt($r4)"), 'DISPATCHED',
+	'a dispatch to w1 commits');
+is(finish_wait($bg1), "START $step4 started", 'w1 returns the START command, its attempt started');
+is($node->safe_psql('postgres',
+		"SELECT a.status || ' ' || (a.started_at IS NOT NULL) || ' ' || e.status"
+	  . "  FROM sched.attempt a JOIN sched.execution e USING (execution_id) WHERE a.request_id = $r4"),
+	'RUNNING true RUNNING', 'the attempt and its execution are RUNNING');
 $bg1->quit;
 $bg2->quit;
 
