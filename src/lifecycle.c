@@ -1057,6 +1057,16 @@ begin_attempt(const AttemptRow *a, TimestampTz at)
 #define DELIVERED_COLUMNS 11
 #define COMMAND_COLUMNS (DELIVERED_COLUMNS + 1)
 
+/* A command read by deliver_commands, as it goes into the result (once started). */
+typedef struct DeliveredCommand
+{
+	Datum		values[COMMAND_COLUMNS];
+	bool		nulls[COMMAND_COLUMNS];
+	bool		to_start;		/* a START whose attempt (locked) is to be started */
+	bool		dropped;		/* a START whose attempt ended meanwhile: not returned */
+	AttemptRow	attempt;		/* a START's, as locked */
+} DeliveredCommand;
+
 /*
  * Delivers up to `max` commands of the worker's generation into the call's result set,
  * marked delivered at `at`; returns how many were marked.  check_worker_session() first
@@ -1076,8 +1086,7 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 	Datum		v[4];
 	SPITupleTable *delivered;
 	uint64		ndelivered;
-	AttemptRow *attempts = NULL;
-	bool	   *to_start = NULL;
+	DeliveredCommand *cmds;
 	uint64		i;
 
 	check_worker_session(worker_id, generation, state);
@@ -1086,57 +1095,51 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 	v[2] = Int32GetDatum(max);
 	v[3] = TimestampTzGetDatum(at);
 	sched_spi_exec(&commands_delivered, v, NULL, false, 0, SPI_OK_SELECT);
-	/* kept to the end of the call, out of sched_spi_exec's reach (it frees the last
-	 * result before it runs a statement): the starts below run statements of their own */
-	delivered = SPI_tuptable;
 	ndelivered = SPI_processed;
+	if (ndelivered == 0)
+		return 0;
+
+	/* each row read once; the result kept to the end of the call, out of
+	 * sched_spi_exec's reach (it frees the last result before it runs a statement): the
+	 * values point into it, and the locks and starts below run statements of their own */
+	delivered = SPI_tuptable;
 	SPI_tuptable = NULL;
-
-	if (start && ndelivered > 0)
+	cmds = palloc0(sizeof(DeliveredCommand) * ndelivered);
+	for (i = 0; i < ndelivered; i++)
 	{
-		/* every START's attempt locked first (the attempts before their executions) */
-		attempts = palloc0(sizeof(AttemptRow) * ndelivered);
-		to_start = palloc0(sizeof(bool) * ndelivered);
-		for (i = 0; i < ndelivered; i++)
-		{
-			bool		isnull;
-			char	   *kind = TextDatumGetCString(heap_getattr(delivered->vals[i], 2,
-																 delivered->tupdesc, &isnull));
-			int64		command_id = DatumGetInt64(heap_getattr(delivered->vals[i], 1,
-																delivered->tupdesc, &isnull));
-			pg_uuid_t  *attempt_id = DatumGetUUIDP(heap_getattr(delivered->vals[i], 3,
-																delivered->tupdesc, &isnull));
-			int64		lease_version = DatumGetInt64(heap_getattr(delivered->vals[i], 4,
-																   delivered->tupdesc, &isnull));
+		heap_deform_tuple(delivered->vals[i], delivered->tupdesc, cmds[i].values, cmds[i].nulls);
+		cmds[i].nulls[DELIVERED_COLUMNS] = true;
+	}
 
-			if (strcmp(kind, "START") != 0)
-				continue;
-			if (!lock_attempt(&attempt_lock_to_start, attempt_id, &attempts[i]))
-				elog(ERROR, "pg_sched: the attempt of command " INT64_FORMAT " is gone", command_id);
-			if (memcmp(&attempts[i].worker_id, worker_id, sizeof(pg_uuid_t)) != 0)
-				elog(ERROR, "pg_sched: command " INT64_FORMAT " is not for its attempt's worker",
-					 command_id);
-			to_start[i] = true;
-			if (!attempt_is_live(&attempts[i]) || attempts[i].lease_version != lease_version)
-				to_start[i] = false;	/* ended meanwhile: nothing to run */
-		}
+	/* every START's attempt locked first (the attempts before their executions) */
+	for (i = 0; start && i < ndelivered; i++)
+	{
+		DeliveredCommand *c = &cmds[i];
+		int64		command_id = DatumGetInt64(c->values[0]);
+
+		if (strcmp(TextDatumGetCString(c->values[1]), "START") != 0)
+			continue;
+		if (!lock_attempt(&attempt_lock_to_start, DatumGetUUIDP(c->values[2]), &c->attempt))
+			elog(ERROR, "pg_sched: the attempt of command " INT64_FORMAT " is gone", command_id);
+		if (memcmp(&c->attempt.worker_id, worker_id, sizeof(pg_uuid_t)) != 0)
+			elog(ERROR, "pg_sched: command " INT64_FORMAT " is not for its attempt's worker",
+				 command_id);
+		c->to_start = attempt_is_live(&c->attempt) &&
+			c->attempt.lease_version == DatumGetInt64(c->values[3]);
+		c->dropped = !c->to_start;
 	}
 	for (i = 0; i < ndelivered; i++)
 	{
-		Datum		values[COMMAND_COLUMNS];
-		bool		nulls[COMMAND_COLUMNS];
+		DeliveredCommand *c = &cmds[i];
 
-		heap_deform_tuple(delivered->vals[i], delivered->tupdesc, values, nulls);
-		values[DELIVERED_COLUMNS] = (Datum) 0;
-		nulls[DELIVERED_COLUMNS] = true;
-		if (start && attempts[i].status != NULL)
+		if (c->dropped)
+			continue;
+		if (c->to_start)
 		{
-			if (!to_start[i])
-				continue;
-			values[DELIVERED_COLUMNS] = TimestampTzGetDatum(begin_attempt(&attempts[i], at));
-			nulls[DELIVERED_COLUMNS] = false;
+			c->values[DELIVERED_COLUMNS] = TimestampTzGetDatum(begin_attempt(&c->attempt, at));
+			c->nulls[DELIVERED_COLUMNS] = false;
 		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, c->values, c->nulls);
 	}
 	SPI_freetuptable(delivered);
 	return ndelivered;

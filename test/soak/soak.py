@@ -499,8 +499,9 @@ class Att:
 
 
 class Session:
-    def __init__(self, spec):
+    def __init__(self, spec, start_on_delivery):
         self.node, self.capability, self.versions, self.slots = spec
+        self.start_on_delivery = start_on_delivery  # poll_commands(start => true)
         self.worker_id = None
         self.generation = None
         self.held = {}
@@ -509,17 +510,14 @@ class Session:
         self.dead_until = None
         self.death = None
         self.woken = False
-        self.start_on_delivery = False
 
 
 class WorkerClient(Client):
     def __init__(self, name, specs):
         super().__init__(name, "soak_worker")
-        self.sessions = [Session(s) for s in specs]
         # every other session receives and starts its attempts in one call (poll_commands
         # start => true), the others start each one with start_attempt
-        for i, s in enumerate(self.sessions):
-            s.start_on_delivery = i % 2 == 1
+        self.sessions = [Session(s, i % 2 == 1) for i, s in enumerate(specs)]
         self.by_channel = {}
         self.conn.add_notify_handler(self.on_notify)
         self.hb_every = HEARTBEAT_TTL / 3
