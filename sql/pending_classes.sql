@@ -1,9 +1,10 @@
 --
 -- pending_classes: sched.pending explains a shape over classes of nodes alike for
 -- admission (src/fleet.c, sched_fleet_classify) and reads the fleet as every node once
--- plus each capability's workers (sched_fleet_merge).  Every explanation must be the one
--- node-by-node admission gives: here it is rebuilt, for every open request, from
--- sched.qualification_reasons(request_id, at), which admits node by node, and compared.
+-- plus each capability's workers (sched_fleet_merge; a worker of no node left out).
+-- Every explanation must be the one node-by-node admission gives: here it is rebuilt,
+-- for every open request, from sched.qualification_reasons(request_id, at), which admits
+-- node by node, and compared.
 --
 -- The fleet (320 nodes, fixed arithmetic) varies every field admission reads: status,
 -- labels (keys, values, numbers, versions, none), CPUs, memory, GPUs and what is
@@ -55,6 +56,15 @@ INSERT INTO sched.worker (worker_id, node_id, capability, capability_versions, s
 SELECT md5('train' || node_id)::uuid, node_id, 'train', ARRAY['1'], 2, k % 3,
        'READY', 'ELIGIBLE', '2024-01-01 12:00:00+00'::timestamptz - (k % 5) * interval '20 s', 1
   FROM spec WHERE k % 3 = 0 OR extra_train;
+-- render workers of nodes that sched.node does not hold (no foreign key: register_worker
+-- checks the node, and a restore may load the workers first): every read of the fleet
+-- leaves them out, and so does the merge of the nodes with a capability's workers (one
+-- sorts before every node, one between two, one after every node)
+INSERT INTO sched.worker (worker_id, node_id, capability, capability_versions, slots,
+                          runtime_state, scheduling_status, last_heartbeat, generation)
+SELECT md5('gone' || g)::uuid, g, 'render', ARRAY['1.0'], 4, 'READY', 'ELIGIBLE',
+       '2024-01-01 12:00:00+00', 1
+  FROM unnest(ARRAY['a-gone', 'n05-9', 'zz-gone']) g;
 INSERT INTO sched.execution (execution_id, tenant, status, created_at, updated_at)
 VALUES ('e0000000-0000-4000-8000-000000000001', 'acme', 'QUEUED', '2024-01-01', '2024-01-01');
 INSERT INTO sched.request (execution_id, step_id, attempt_number, tenant, capability,

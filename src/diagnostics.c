@@ -163,7 +163,8 @@ lookup_shape(ShapeTable *t, const char *key, int keylen, bool *found)
 typedef struct CapabilityFleet
 {
 	char	   *capability;
-	SchedFleet	fleet;
+	SchedFleet	capable;		/* its workers' rows, given their nodes' labels */
+	SchedFleetRefs fleet;		/* every node, in node order: into capable and the nodes */
 	bool		classified;
 	SchedFleetClasses classes;	/* of fleet, when classified */
 } CapabilityFleet;
@@ -200,7 +201,6 @@ fleet_of(FleetCache *cache, const char *capability)
 {
 	ListCell   *lc;
 	CapabilityFleet *cf;
-	SchedFleet	capable;
 
 	foreach(lc, cache->fleets)
 	{
@@ -216,8 +216,8 @@ fleet_of(FleetCache *cache, const char *capability)
 	}
 	cf = palloc0(sizeof(CapabilityFleet));
 	cf->capability = pstrdup(capability);
-	sched_fleet_load(capability, 0, NULL, &capable);
-	sched_fleet_merge(&cache->nodes, &capable, &cf->fleet);
+	sched_fleet_load(capability, SCHED_FLEET_WORKERS_ONLY, NULL, &cf->capable);
+	sched_fleet_merge(&cache->nodes, &cf->capable, &cf->fleet);
 	cache->fleets = lappend(cache->fleets, cf);
 	return cf;
 }
@@ -237,7 +237,7 @@ evaluate_placement(const SchedPlacementArgs *args, FleetCache *fleets, ShapeEntr
 	SchedVerdict verdict;
 
 	if (p->pin_node_id != NULL)
-		e->summary = sched_fleet_summary(p, &cf->fleet, &verdict);
+		e->summary = sched_fleet_refs_summary(p, &cf->fleet, &verdict);
 	else
 	{
 		if (!cf->classified || cf->classes.heartbeat_cutoff != p->heartbeat_cutoff)
