@@ -199,26 +199,19 @@ CREATE OR REPLACE VIEW sched.node_overview AS SELECT * FROM sched.node_overview(
 COMMENT ON VIEW sched.node_overview IS 'One row per node: status, workers, heartbeat age, capacity / reserved / free, slots.';
 
 /* sched.pending(at): the view sched.pending at another time.  Its query is the view's,
- * word for word but for the time (the regress test diagnostics compares the two); a
- * PL/pgSQL function returns all its rows at once, so an operator reads the view, which
- * computes only the rows read (`SELECT * FROM sched.pending LIMIT 100`). */
+ * word for word but for the time and the check of `at` (the regress test diagnostics
+ * compares the two).  A SQL function with its body parsed when it is created (BEGIN
+ * ATOMIC: every name in it was resolved then, so no caller's search_path reaches it)
+ * and no proconfig (90_privileges.sql), so that the planner inlines it into the query
+ * that reads it: `SELECT * FROM sched.pending(at) LIMIT 100` computes 100 rows, as the
+ * view does, and no call writes its rows to a tuplestore first.  The check is a
+ * condition on `at` alone: it runs once, before any row (at planning, for a constant). */
 CREATE OR REPLACE FUNCTION sched.pending(at timestamptz)
 RETURNS TABLE (request_id bigint, tenant text, capability text, priority int,
                effective_priority numeric, waited interval, tries int, next_try_at timestamptz,
                state text, explanation text, blocked text, pinned_to text, last_reason text)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-BEGIN
-    IF at IS NULL THEN
-        RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF NOT isfinite(at) OR at < '1900-01-01 00:00:00+00' OR at >= '10000-01-01 00:00:00+00' THEN
-        RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
-            DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
-    END IF;
-    RETURN QUERY
+LANGUAGE sql STABLE
+BEGIN ATOMIC
 SELECT x.request_id,
        x.tenant::text COLLATE pg_catalog."default" AS tenant,
        (x.capability || '@' || x.capability_version) COLLATE pg_catalog."default" AS capability,
@@ -271,11 +264,11 @@ SELECT x.request_id,
                             (SELECT sched.setting_seconds('sched.aging_interval')::numeric) AS aging_s
                      OFFSET 0) lim
          WHERE r.state IN ('PENDING', 'CLAIMED')
+           AND sched._check_time(sched._require($1, 'at'), 'at') IS NOT NULL
          ORDER BY r.queued_at, r.request_id
         OFFSET 0) x
  ORDER BY x.queued_at, x.request_id;
-END
-$$;
+END;
 /* One row per open request, oldest first, each explained as it is read (see above); the
  * caller's privileges apply to the tables it reads, as in the functions. */
 CREATE OR REPLACE VIEW sched.pending WITH (security_invoker = true) AS

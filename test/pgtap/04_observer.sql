@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(94);
+SELECT plan(95);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -156,7 +156,14 @@ SELECT is_empty($$
        AND p.oid <> 'sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)'::regprocedure
        AND p.oid <> 'sched._request_shape(text,text,jsonb,int,bigint,int,int,bigint,int,text)'::regprocedure
        AND p.oid <> 'sched._queue_key(int,timestamptz)'::regprocedure
-$$, 'every function of schema sched but pending_explanation, submit, _request_shape and _queue_key has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+       AND p.oid <> 'sched.pending(timestamptz)'::regprocedure
+$$, 'every function of schema sched but pending_explanation, submit, _request_shape, _queue_key and pending(at) has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+SELECT is_empty($$
+    SELECT p.oid::regprocedure::text FROM pg_proc p
+     WHERE p.oid = 'sched.pending(timestamptz)'::regprocedure
+       AND (p.proconfig IS NOT NULL OR p.prolang <> (SELECT oid FROM pg_language WHERE lanname = 'sql')
+            OR p.prosqlbody IS NULL OR p.prosecdef OR p.provolatile <> 's' OR p.proisstrict)
+$$, 'pending(at) is a STABLE SQL function with a body parsed at its creation (no name looked up at a call) and no proconfig, not strict, not SECURITY DEFINER: the planner inlines it');
 SELECT is((SELECT proconfig FROM pg_proc
             WHERE oid = 'sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)'::regprocedure),
           ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off'],
