@@ -85,6 +85,20 @@ SELECT 'e0000000-0000-4000-8000-000000000001', md5('s' || g)::uuid, 1, 'acme',
        sched._queue_key(0, '2024-01-01 11:00:00+00'::timestamptz + g * interval '1 s')
   FROM generate_series(1, 400) g;
 
+-- and two requests of one shape whose label expression is stored compressed (the key of
+-- a shape is read from its detoasted copy)
+INSERT INTO sched.request (execution_id, step_id, attempt_number, tenant, capability,
+                           capability_version, required_labels, state, queued_at, available_at,
+                           sort_key)
+SELECT 'e0000000-0000-4000-8000-000000000001', md5('big' || g)::uuid, 1, 'acme', 'render', '1.0',
+       (SELECT jsonb_object_agg('key' || k, jsonb_build_object('not_in', jsonb_build_array(repeat('v', 60) || k)))
+          FROM generate_series(1, 60) k),
+       'PENDING', '2024-01-01 11:30:00+00', '2024-01-01 11:30:00+00',
+       sched._queue_key(0, '2024-01-01 11:30:00+00')
+  FROM generate_series(1, 2) g;
+SELECT count(*) AS big, bool_and(pg_column_size(required_labels) < octet_length(required_labels::text)) AS compressed
+  FROM sched.request WHERE step_id IN (md5('big1')::uuid, md5('big2')::uuid);
+
 -- what the queue and fleet hold: shapes, and nodes alike for admission (per capability)
 SELECT count(*) AS requests,
        count(DISTINCT (capability, capability_version, required_labels, min_cpu_millis,

@@ -77,44 +77,67 @@ typedef struct ShapeTable
 static void
 shape_key(StringInfo buf, const Datum *v, const bool *n)
 {
+	struct varlena *data[PS_COUNT];
+	int32		lens[PS_COUNT];
+	int			total = 0;
+	char	   *out;
 	int			i;
 
-	resetStringInfo(buf);
+	/* the key's length first, so that it is written with one enlargement at most */
 	for (i = 0; i < PS_COUNT; i++)
 	{
+		data[i] = NULL;
+		lens[i] = -1;
 		switch (i)
 		{
 			case PS_CAPABILITY:
 			case PS_VERSION:
 			case PS_REQUIRED:
 			case PS_NODE_ID:
+				if (!n[i])
 				{
-					int32		len = -1;
-
-					if (!n[i])
-					{
-						struct varlena *d = PG_DETOAST_DATUM_PACKED(v[i]);
-
-						len = VARSIZE_ANY_EXHDR(d);
-						appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
-						appendBinaryStringInfo(buf, VARDATA_ANY(d), len);
-					}
-					else
-						appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
-					break;
+					data[i] = PG_DETOAST_DATUM_PACKED(v[i]);
+					lens[i] = VARSIZE_ANY_EXHDR(data[i]);
+					total += lens[i];
 				}
+				total += sizeof(int32);
+				break;
 			default:
-				{
-					/* (a NULL is not a 0: it is refused, and a 0 is explained) */
-					int64		x = n[i] ? 0 : (i == PS_MIN_MEM || i == PS_RES_MEM) ?
-						DatumGetInt64(v[i]) : DatumGetInt32(v[i]);
-
-					appendStringInfoChar(buf, n[i] ? 'n' : 'v');
-					appendBinaryStringInfo(buf, (char *) &x, sizeof(x));
-					break;
-				}
+				total += 1 + sizeof(int64);
+				break;
 		}
 	}
+	resetStringInfo(buf);
+	enlargeStringInfo(buf, total);
+	out = buf->data;
+	for (i = 0; i < PS_COUNT; i++)
+	{
+		if (i == PS_CAPABILITY || i == PS_VERSION || i == PS_REQUIRED || i == PS_NODE_ID)
+		{
+			memcpy(out, &lens[i], sizeof(int32));
+			out += sizeof(int32);
+			if (data[i] != NULL)
+			{
+				memcpy(out, VARDATA_ANY(data[i]), lens[i]);
+				out += lens[i];
+				if ((Pointer) data[i] != DatumGetPointer(v[i]))
+					pfree(data[i]);	/* a detoasted copy (of a large label set) */
+			}
+		}
+		else
+		{
+			/* (a NULL is not a 0: it is refused, and a 0 is explained) */
+			int64		x = n[i] ? 0 : (i == PS_MIN_MEM || i == PS_RES_MEM) ?
+				DatumGetInt64(v[i]) : DatumGetInt32(v[i]);
+
+			*out++ = n[i] ? 'n' : 'v';
+			memcpy(out, &x, sizeof(x));
+			out += sizeof(x);
+		}
+	}
+	buf->len = out - buf->data;
+	Assert(buf->len == total);
+	buf->data[buf->len] = '\0';
 }
 
 static ShapeEntry *
