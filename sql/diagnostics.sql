@@ -316,10 +316,10 @@ SELECT milestone, detail
   FROM sched.execution_timeline('e1000000-0000-0000-0000-000000000001');
 
 -- ---------------------------------------------------------------------------------
--- The view sched.pending is sched.pending(now()) row for row (its query is written twice,
--- once to stream in the view and once in the function); in one transaction now() is
--- one time.  Each of its rows explained by pending_explanation as pending_explanations
--- explains it; the first rows read alone are the first rows of the whole.
+-- The view sched.pending is sched.pending(now()) row for row (the view is the function,
+-- inlined); in one transaction now() is one time.  Each of its rows explained by
+-- pending_explanation as pending_explanations explains it; the first rows read alone
+-- are the first rows of the whole.
 -- ---------------------------------------------------------------------------------
 BEGIN;
 SELECT count(*) AS view_rows,
