@@ -368,6 +368,9 @@ SELECT * FROM sched.execution_timeline(NULL);
 SELECT * FROM sched.execution_timeline('e9999999-0000-0000-0000-000000000001');
 SELECT * FROM sched.pending(NULL);
 SELECT * FROM sched.pending('infinity');
+SELECT sched.check_time(NULL, 'at');
+SELECT sched.check_time('infinity', 'at');
+SELECT sched.check_time(now(), repeat('p', 300));
 -- (checked once, before any row: also when the time is not known until the call runs)
 PREPARE pending_at(timestamptz) AS SELECT count(*) FROM sched.pending($1);
 SET plan_cache_mode = force_generic_plan;
@@ -391,6 +394,14 @@ SELECT * FROM sched.node_overview(NULL);
 SELECT sched.explain(NULL, '2024-01-01 12:00:00+00');
 SELECT sched.explain(999999, '2024-01-01 12:00:00+00');
 SELECT * FROM sched.execution_timeline('e9999999-0000-0000-0000-000000000001');
+-- check_time, which pending(at) checks its at with: the time itself, or the error of
+-- every function for it, naming the parameter
+SELECT sched.check_time('2024-01-01 12:00:00+00', 'at') AS checked, sched.check_time('1900-01-01 00:00:00+00') AS lowest;
+SELECT sched.check_time(NULL, 'at');
+SELECT sched.check_time(NULL);
+SELECT sched.check_time('infinity', 'at');
+SELECT sched.check_time('10000-01-01 00:00:00+00', NULL);
+SELECT sched.check_time(now(), repeat('p', 300));
 \set VERBOSITY default
 
 -- nothing above wrote: the diagnostics are read-only

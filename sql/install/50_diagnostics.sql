@@ -264,7 +264,7 @@ SELECT x.request_id,
                             (SELECT sched.setting_seconds('sched.aging_interval')::numeric) AS aging_s
                      OFFSET 0) lim
          WHERE r.state IN ('PENDING', 'CLAIMED')
-           AND sched._check_time(sched._require($1, 'at'), 'at') IS NOT NULL
+           AND sched.check_time($1, 'at') IS NOT NULL
          ORDER BY r.queued_at, r.request_id
         OFFSET 0) x
  ORDER BY x.queued_at, x.request_id;

@@ -172,7 +172,8 @@ GRANT EXECUTE ON FUNCTION
     sched.format_label_expression(text, jsonb),
     sched.format_cpus(bigint),
     sched.format_amount(text, text),
-    sched.format_duration(interval)
+    sched.format_duration(interval),
+    sched.check_time(timestamptz, text)
 TO sched_observer;
 
 -- sched_scheduler: the queue and dispatch

@@ -5,7 +5,7 @@
 --      schema sched, USAGE (not CREATE) on the schema, and EXECUTE on exactly the
 --      read-only functions of README "## Privileges" (the readers and the public helpers
 --      they share: setting_seconds, pending_explanations, format_cpus, format_amount,
---      format_duration, step_lock_key), none of them volatile.  Exactly the write
+--      format_duration, step_lock_key, check_time), none of them volatile.  Exactly the write
 --      functions (and the internal writer _attempt_live_changed, a trigger) run as
 --      the owner (SECURITY DEFINER); every function runs with search_path pinned to
 --      pg_catalog, pg_temp.
@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(95);
+SELECT plan(96);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -59,6 +59,7 @@ INSERT INTO read_fn VALUES
   ('format_cpus', '{bigint}'),
   ('format_amount', '{text,text}'),
   ('format_duration', '{interval}'),
+  ('check_time', '{"timestamp with time zone",text}'),
   ('labels_match', '{jsonb,jsonb}'),
   ('format_label_expression', '{text,jsonb}');
 
@@ -187,7 +188,7 @@ $$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          46, 'the 23 read and 23 write functions listed exist');
+          47, 'the 24 read and 23 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has
