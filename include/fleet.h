@@ -44,6 +44,9 @@ typedef struct SchedFleet
 #define SCHED_FLEET_NO_WORKERS	0x10	/* sched_fleet_load: every node, sorted by node_id
 										 * bytewise, none with a worker (the capability is
 										 * not read): to be merged, below */
+#define SCHED_FLEET_WORKERS_ONLY 0x20	/* sched_fleet_load: the capability's workers,
+										 * sorted by node_id bytewise, their nodes not
+										 * read (node_id apart): to be merged, below */
 
 /* The columns of a fleet row (fleet.c decodes them; fleet_mirror.c reads them too). */
 #define SCHED_FLEET_COLUMNS_WITH(worker_tid) \
@@ -69,14 +72,24 @@ extern void sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r,
 extern void sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
 							 SchedFleet *fleet);
 
+/* The candidates of a fleet by reference, in fleet order (sched_fleet_merge). */
+typedef struct SchedFleetRefs
+{
+	int			count;
+	const SchedCandidate **cands;
+} SchedFleetRefs;
+
 /*
- * Into *out, what sched_fleet_load(capability, SCHED_FLEET_ALL_NODES | SCHED_FLEET_LABELS)
- * reads, from two reads of one snapshot: `nodes` (SCHED_FLEET_NO_WORKERS |
- * SCHED_FLEET_LABELS, which serves every capability) and `capable` (the capability's,
- * without SCHED_FLEET_LABELS: each of its rows takes the labels of its node in `nodes`).
- * The rows share their strings with the two fleets, which must outlive *out.
+ * Into *out, the candidates sched_fleet_load(capability, SCHED_FLEET_ALL_NODES |
+ * SCHED_FLEET_LABELS) reads, in its order, from two reads of one snapshot: `nodes`
+ * (SCHED_FLEET_NO_WORKERS | SCHED_FLEET_LABELS, which serves every capability) and
+ * `capable` (the capability's, SCHED_FLEET_WORKERS_ONLY: each of its rows is given, in
+ * place, the columns of its node in `nodes`; a worker whose node is not there is left
+ * out, as the join of the other reads leaves it out).  *out points into both fleets,
+ * which must outlive it; no row is copied (a copy of 10,000 rows per capability was most
+ * of the memory an operator's view touched).
  */
-extern void sched_fleet_merge(const SchedFleet *nodes, const SchedFleet *capable, SchedFleet *out);
+extern void sched_fleet_merge(const SchedFleet *nodes, SchedFleet *capable, SchedFleetRefs *out);
 
 /* SCHED_FLEET_LABELS when placement p needs node labels (for eligibility alone, only
  * required labels matter; for scores, preferred ones too). */
@@ -104,6 +117,10 @@ extern int	sched_fleet_admit(const SchedPlacement *p, const SchedFleet *fleet, S
 extern char *sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet,
 								 SchedVerdict *verdict);
 
+/* sched_fleet_summary() over candidates by reference. */
+extern char *sched_fleet_refs_summary(const SchedPlacement *p, const SchedFleetRefs *fleet,
+									  SchedVerdict *verdict);
+
 /*
  * The nodes of a fleet in classes of nodes alike for admission at one heartbeat cutoff:
  * sched_admission() of an unpinned request gives every node of a class the same reasons
@@ -120,7 +137,7 @@ typedef struct SchedFleetClasses
 } SchedFleetClasses;
 
 /* Classifies the fleet's nodes (the classes point into fleet, which must outlive them). */
-extern void sched_fleet_classify(const SchedFleet *fleet, int64_t heartbeat_cutoff,
+extern void sched_fleet_classify(const SchedFleetRefs *fleet, int64_t heartbeat_cutoff,
 								 SchedFleetClasses *out);
 
 /* sched_fleet_summary() of an unpinned request whose heartbeat cutoff is the classes',

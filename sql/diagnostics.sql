@@ -316,10 +316,10 @@ SELECT milestone, detail
   FROM sched.execution_timeline('e1000000-0000-0000-0000-000000000001');
 
 -- ---------------------------------------------------------------------------------
--- The view sched.pending is sched.pending(now()) row for row (its query is written twice,
--- once to stream in the view and once in the function); in one transaction now() is
--- one time.  Each of its rows explained by pending_explanation as pending_explanations
--- explains it; the first rows read alone are the first rows of the whole.
+-- The view sched.pending is sched.pending(now()) row for row (the view is the function,
+-- inlined); in one transaction now() is one time.  Each of its rows explained by
+-- pending_explanation as pending_explanations explains it; the first rows read alone
+-- are the first rows of the whole.
 -- ---------------------------------------------------------------------------------
 BEGIN;
 SELECT count(*) AS view_rows,
@@ -332,6 +332,8 @@ SELECT (SELECT array_agg(request_id ORDER BY queued_at, request_id) FROM sched.r
        = (SELECT array_agg(request_id) FROM sched.pending) AS oldest_first;
 SELECT (SELECT array_agg(request_id) FROM (SELECT request_id FROM sched.pending LIMIT 2) f)
        = (SELECT (array_agg(request_id))[1:2] FROM sched.pending) AS first_rows_alone;
+SELECT (SELECT array_agg(request_id) FROM (SELECT request_id FROM sched.pending(now()) LIMIT 2) f)
+       = (SELECT (array_agg(request_id))[1:2] FROM sched.pending(now())) AS function_first_rows_alone;
 SELECT count(*) AS rows, count(*) FILTER (WHERE x.explanation = e.explanation AND x.blocked = e.blocked) AS same
   FROM sched.request r
   JOIN sched.pending_explanations(now()) e USING (request_id)
@@ -343,6 +345,18 @@ COMMIT;
 SELECT * FROM sched.pending_explanation('render', '9.9', '{}', 0, 0, 0, 0, 0, 0, NULL, '2024-01-01 12:00:00+00');
 SELECT * FROM sched.pending_explanation('render', '1.0', '{"zone": {"in": ["nowhere"]}}', 0, 0, 0, 0, 0, 0, NULL, '2024-01-01 12:00:00+00');
 
+-- sched.pending(at) is inlined into the query that reads it (no function scan, which
+-- would compute every row before the LIMIT)
+CREATE FUNCTION pg_temp.plan_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE p text;
+BEGIN
+    EXECUTE 'EXPLAIN (FORMAT JSON, COSTS OFF) ' || q INTO p;
+    RETURN p;
+END $$;
+SELECT pg_temp.plan_of($$SELECT * FROM sched.pending('2024-01-01 12:00:00+00') LIMIT 2$$)
+       NOT LIKE '%Function Scan%' AS pending_at_inlined,
+       pg_temp.plan_of($$SELECT * FROM sched.pending LIMIT 2$$) NOT LIKE '%Function Scan%' AS view_streams;
+
 -- ---------------------------------------------------------------------------------
 -- Bad input: NULL is 22004, an unknown id 42704
 -- ---------------------------------------------------------------------------------
@@ -353,6 +367,18 @@ SELECT sched.explain(:r1, NULL);
 SELECT * FROM sched.execution_timeline(NULL);
 SELECT * FROM sched.execution_timeline('e9999999-0000-0000-0000-000000000001');
 SELECT * FROM sched.pending(NULL);
+SELECT * FROM sched.pending('infinity');
+SELECT sched.check_time(NULL, 'at');
+SELECT sched.check_time('infinity', 'at');
+SELECT sched.check_time(now(), repeat('p', 300));
+-- (checked once, before any row: also when the time is not known until the call runs)
+PREPARE pending_at(timestamptz) AS SELECT count(*) FROM sched.pending($1);
+SET plan_cache_mode = force_generic_plan;
+EXECUTE pending_at(NULL);
+EXECUTE pending_at('1800-01-01 00:00:00+00');
+EXECUTE pending_at('2024-01-01 12:00:00+00');
+RESET plan_cache_mode;
+DEALLOCATE pending_at;
 SELECT * FROM sched.node_overview(NULL);
 SELECT * FROM sched.queue_stats(NULL);
 SELECT * FROM sched.attempt_overview(NULL);
@@ -368,6 +394,14 @@ SELECT * FROM sched.node_overview(NULL);
 SELECT sched.explain(NULL, '2024-01-01 12:00:00+00');
 SELECT sched.explain(999999, '2024-01-01 12:00:00+00');
 SELECT * FROM sched.execution_timeline('e9999999-0000-0000-0000-000000000001');
+-- check_time, which pending(at) checks its at with: the time itself, or the error of
+-- every function for it, naming the parameter
+SELECT sched.check_time('2024-01-01 12:00:00+00', 'at') AS checked, sched.check_time('1900-01-01 00:00:00+00') AS lowest;
+SELECT sched.check_time(NULL, 'at');
+SELECT sched.check_time(NULL);
+SELECT sched.check_time('infinity', 'at');
+SELECT sched.check_time('10000-01-01 00:00:00+00', NULL);
+SELECT sched.check_time(now(), repeat('p', 300));
 \set VERBOSITY default
 
 -- nothing above wrote: the diagnostics are read-only

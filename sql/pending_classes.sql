@@ -1,9 +1,10 @@
 --
 -- pending_classes: sched.pending explains a shape over classes of nodes alike for
 -- admission (src/fleet.c, sched_fleet_classify) and reads the fleet as every node once
--- plus each capability's workers (sched_fleet_merge).  Every explanation must be the one
--- node-by-node admission gives: here it is rebuilt, for every open request, from
--- sched.qualification_reasons(request_id, at), which admits node by node, and compared.
+-- plus each capability's workers (sched_fleet_merge; a worker of no node left out).
+-- Every explanation must be the one node-by-node admission gives: here it is rebuilt,
+-- for every open request, from sched.qualification_reasons(request_id, at), which admits
+-- node by node, and compared.
 --
 -- The fleet (320 nodes, fixed arithmetic) varies every field admission reads: status,
 -- labels (keys, values, numbers, versions, none), CPUs, memory, GPUs and what is
@@ -55,6 +56,15 @@ INSERT INTO sched.worker (worker_id, node_id, capability, capability_versions, s
 SELECT md5('train' || node_id)::uuid, node_id, 'train', ARRAY['1'], 2, k % 3,
        'READY', 'ELIGIBLE', '2024-01-01 12:00:00+00'::timestamptz - (k % 5) * interval '20 s', 1
   FROM spec WHERE k % 3 = 0 OR extra_train;
+-- render workers of nodes that sched.node does not hold (no foreign key: register_worker
+-- checks the node, and a restore may load the workers first): every read of the fleet
+-- leaves them out, and so does the merge of the nodes with a capability's workers (one
+-- sorts before every node, one between two, one after every node)
+INSERT INTO sched.worker (worker_id, node_id, capability, capability_versions, slots,
+                          runtime_state, scheduling_status, last_heartbeat, generation)
+SELECT md5('gone' || g)::uuid, g, 'render', ARRAY['1.0'], 4, 'READY', 'ELIGIBLE',
+       '2024-01-01 12:00:00+00', 1
+  FROM unnest(ARRAY['a-gone', 'n05-9', 'zz-gone']) g;
 INSERT INTO sched.execution (execution_id, tenant, status, created_at, updated_at)
 VALUES ('e0000000-0000-4000-8000-000000000001', 'acme', 'QUEUED', '2024-01-01', '2024-01-01');
 INSERT INTO sched.request (execution_id, step_id, attempt_number, tenant, capability,
@@ -74,6 +84,20 @@ SELECT 'e0000000-0000-4000-8000-000000000001', md5('s' || g)::uuid, 1, 'acme',
        '2024-01-01 11:00:00+00'::timestamptz + g * interval '1 s',
        sched._queue_key(0, '2024-01-01 11:00:00+00'::timestamptz + g * interval '1 s')
   FROM generate_series(1, 400) g;
+
+-- and two requests of one shape whose label expression is stored compressed (the key of
+-- a shape is read from its detoasted copy)
+INSERT INTO sched.request (execution_id, step_id, attempt_number, tenant, capability,
+                           capability_version, required_labels, state, queued_at, available_at,
+                           sort_key)
+SELECT 'e0000000-0000-4000-8000-000000000001', md5('big' || g)::uuid, 1, 'acme', 'render', '1.0',
+       (SELECT jsonb_object_agg('key' || k, jsonb_build_object('not_in', jsonb_build_array(repeat('v', 60) || k)))
+          FROM generate_series(1, 60) k),
+       'PENDING', '2024-01-01 11:30:00+00', '2024-01-01 11:30:00+00',
+       sched._queue_key(0, '2024-01-01 11:30:00+00')
+  FROM generate_series(1, 2) g;
+SELECT count(*) AS big, bool_and(pg_column_size(required_labels) < octet_length(required_labels::text)) AS compressed
+  FROM sched.request WHERE step_id IN (md5('big1')::uuid, md5('big2')::uuid);
 
 -- what the queue and fleet hold: shapes, and nodes alike for admission (per capability)
 SELECT count(*) AS requests,

@@ -77,44 +77,67 @@ typedef struct ShapeTable
 static void
 shape_key(StringInfo buf, const Datum *v, const bool *n)
 {
+	struct varlena *data[PS_COUNT];
+	int32		lens[PS_COUNT];
+	int			total = 0;
+	char	   *out;
 	int			i;
 
-	resetStringInfo(buf);
+	/* the key's length first, so that it is written with one enlargement at most */
 	for (i = 0; i < PS_COUNT; i++)
 	{
+		data[i] = NULL;
+		lens[i] = -1;
 		switch (i)
 		{
 			case PS_CAPABILITY:
 			case PS_VERSION:
 			case PS_REQUIRED:
 			case PS_NODE_ID:
+				if (!n[i])
 				{
-					int32		len = -1;
-
-					if (!n[i])
-					{
-						struct varlena *d = PG_DETOAST_DATUM_PACKED(v[i]);
-
-						len = VARSIZE_ANY_EXHDR(d);
-						appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
-						appendBinaryStringInfo(buf, VARDATA_ANY(d), len);
-					}
-					else
-						appendBinaryStringInfo(buf, (char *) &len, sizeof(len));
-					break;
+					data[i] = PG_DETOAST_DATUM_PACKED(v[i]);
+					lens[i] = VARSIZE_ANY_EXHDR(data[i]);
+					total += lens[i];
 				}
+				total += sizeof(int32);
+				break;
 			default:
-				{
-					/* (a NULL is not a 0: it is refused, and a 0 is explained) */
-					int64		x = n[i] ? 0 : (i == PS_MIN_MEM || i == PS_RES_MEM) ?
-						DatumGetInt64(v[i]) : DatumGetInt32(v[i]);
-
-					appendStringInfoChar(buf, n[i] ? 'n' : 'v');
-					appendBinaryStringInfo(buf, (char *) &x, sizeof(x));
-					break;
-				}
+				total += 1 + sizeof(int64);
+				break;
 		}
 	}
+	resetStringInfo(buf);
+	enlargeStringInfo(buf, total);
+	out = buf->data;
+	for (i = 0; i < PS_COUNT; i++)
+	{
+		if (i == PS_CAPABILITY || i == PS_VERSION || i == PS_REQUIRED || i == PS_NODE_ID)
+		{
+			memcpy(out, &lens[i], sizeof(int32));
+			out += sizeof(int32);
+			if (data[i] != NULL)
+			{
+				memcpy(out, VARDATA_ANY(data[i]), lens[i]);
+				out += lens[i];
+				if ((Pointer) data[i] != DatumGetPointer(v[i]))
+					pfree(data[i]);	/* a detoasted copy (of a large label set) */
+			}
+		}
+		else
+		{
+			/* (a NULL is not a 0: it is refused, and a 0 is explained) */
+			int64		x = n[i] ? 0 : (i == PS_MIN_MEM || i == PS_RES_MEM) ?
+				DatumGetInt64(v[i]) : DatumGetInt32(v[i]);
+
+			*out++ = n[i] ? 'n' : 'v';
+			memcpy(out, &x, sizeof(x));
+			out += sizeof(x);
+		}
+	}
+	buf->len = out - buf->data;
+	Assert(buf->len == total);
+	buf->data[buf->len] = '\0';
 }
 
 static ShapeEntry *
@@ -163,7 +186,8 @@ lookup_shape(ShapeTable *t, const char *key, int keylen, bool *found)
 typedef struct CapabilityFleet
 {
 	char	   *capability;
-	SchedFleet	fleet;
+	SchedFleet	capable;		/* its workers' rows, given their nodes' labels */
+	SchedFleetRefs fleet;		/* every node, in node order: into capable and the nodes */
 	bool		classified;
 	SchedFleetClasses classes;	/* of fleet, when classified */
 } CapabilityFleet;
@@ -200,7 +224,6 @@ fleet_of(FleetCache *cache, const char *capability)
 {
 	ListCell   *lc;
 	CapabilityFleet *cf;
-	SchedFleet	capable;
 
 	foreach(lc, cache->fleets)
 	{
@@ -216,8 +239,8 @@ fleet_of(FleetCache *cache, const char *capability)
 	}
 	cf = palloc0(sizeof(CapabilityFleet));
 	cf->capability = pstrdup(capability);
-	sched_fleet_load(capability, 0, NULL, &capable);
-	sched_fleet_merge(&cache->nodes, &capable, &cf->fleet);
+	sched_fleet_load(capability, SCHED_FLEET_WORKERS_ONLY, NULL, &cf->capable);
+	sched_fleet_merge(&cache->nodes, &cf->capable, &cf->fleet);
 	cache->fleets = lappend(cache->fleets, cf);
 	return cf;
 }
@@ -237,7 +260,7 @@ evaluate_placement(const SchedPlacementArgs *args, FleetCache *fleets, ShapeEntr
 	SchedVerdict verdict;
 
 	if (p->pin_node_id != NULL)
-		e->summary = sched_fleet_summary(p, &cf->fleet, &verdict);
+		e->summary = sched_fleet_refs_summary(p, &cf->fleet, &verdict);
 	else
 	{
 		if (!cf->classified || cf->classes.heartbeat_cutoff != p->heartbeat_cutoff)

@@ -69,6 +69,17 @@ static SchedStatement fleet_all = {
 	1, {TEXTOID}, NULL, true
 };
 
+/* the capability's workers, their nodes' columns NULL but node_id
+ * (SCHED_FLEET_WORKERS_ONLY): the nodes are read once for every capability, and merged */
+static SchedStatement fleet_workers = {
+	"SELECT w.node_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+	"       w.worker_id, w.runtime_state, w.scheduling_status, w.last_heartbeat, "
+	"       w.capability_versions, w.slots, w.live_attempts, w.generation, w.ctid, NULL "
+	"  FROM sched.worker w WHERE w.capability OPERATOR(pg_catalog.=) $1 "
+	" ORDER BY w.node_id COLLATE pg_catalog.\"C\"",
+	1, {TEXTOID}, NULL, true
+};
+
 /* every node, with the worker columns NULL (SCHED_FLEET_NO_WORKERS) */
 static SchedStatement fleet_nodes = {
 	FLEET_COLUMNS
@@ -90,22 +101,15 @@ text_is(Datum d, const char *s)
 	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
 }
 
-/*
- * Decodes the columns v/n of a fleet row (SCHED_FLEET_COLUMNS, 1-based as FC_*) into *r
- * (strings copied into CurrentMemoryContext).  Without with_labels the node's labels are
- * left empty.
- */
+/* The node's columns of a fleet row (1-based as FC_*) but its node_id, into *r. */
 static void
-decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels,
-			   const SchedPlacement *keys_of)
+decode_node_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels,
+					const SchedPlacement *keys_of)
 {
 	SchedCandidate *c = &r->c;
 
 #define COL(k) v[(k) - 1]
 #define NUL(k) n[(k) - 1]
-	memset(r, 0, sizeof(*r));
-	c->node_id = TextDatumGetCString(COL(FC_NODE_ID));
-	r->node_hash = sched_node_hash(c->node_id);
 	c->management_status = text_is(COL(FC_MGMT), "ACTIVE") ? SCHED_NODE_ACTIVE :
 		text_is(COL(FC_MGMT), "DRAINING") ? SCHED_NODE_DRAINING : SCHED_NODE_DISABLED;
 	if (!NUL(FC_LABELS) && with_labels)
@@ -125,6 +129,28 @@ decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels
 	c->reserved_gpus = DatumGetInt32(COL(FC_RES_GPUS));
 	c->node_live_attempts = DatumGetInt32(COL(FC_NODE_LIVE));
 	r->node_tid = *((ItemPointer) DatumGetPointer(COL(FC_NODE_TID)));
+#undef COL
+#undef NUL
+}
+
+/*
+ * Decodes the columns v/n of a fleet row (SCHED_FLEET_COLUMNS, 1-based as FC_*) into *r
+ * (strings copied into CurrentMemoryContext).  Without with_labels the node's labels are
+ * left empty; without node_columns, of the node only its node_id is read (fleet_workers).
+ */
+static void
+decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels,
+			   const SchedPlacement *keys_of, bool node_columns)
+{
+	SchedCandidate *c = &r->c;
+
+#define COL(k) v[(k) - 1]
+#define NUL(k) n[(k) - 1]
+	memset(r, 0, sizeof(*r));
+	c->node_id = TextDatumGetCString(COL(FC_NODE_ID));
+	r->node_hash = sched_node_hash(c->node_id);
+	if (node_columns)
+		decode_node_columns(v, n, r, with_labels, keys_of);
 
 	c->has_worker = !NUL(FC_WORKER_ID);
 	if (!c->has_worker)
@@ -176,7 +202,7 @@ sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_la
 	if (desc->natts > FC_COUNT + 4)
 		elog(ERROR, "pg_sched: a fleet row has %d columns", desc->natts);
 	heap_deform_tuple(tup, desc, v, n);
-	decode_columns(v, n, r, with_labels, keys_of);
+	decode_columns(v, n, r, with_labels, keys_of, true);
 }
 
 void
@@ -184,6 +210,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 				 SchedFleet *fleet)
 {
 	SchedStatement *stmt = (flags & SCHED_FLEET_NO_WORKERS) ? &fleet_nodes :
+		(flags & SCHED_FLEET_WORKERS_ONLY) ? &fleet_workers :
 		(flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
 	Datum		arg = CStringGetTextDatum(capability);
 	Portal		portal;
@@ -212,9 +239,17 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 				allocated *= 4;		/* few copies of a large fleet */
 			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);
 		}
+		if (SPI_tuptable->tupdesc->natts != FC_COUNT)
+			elog(ERROR, "pg_sched: a fleet read has %d columns", SPI_tuptable->tupdesc->natts);
 		for (i = 0; i < SPI_processed; i++)
-			sched_fleet_decode(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-					   &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0, keys_of);
+		{
+			Datum		v[FC_COUNT];
+			bool		n[FC_COUNT];
+
+			heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, v, n);
+			decode_columns(v, n, &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0,
+						   keys_of, (flags & SCHED_FLEET_WORKERS_ONLY) == 0);
+		}
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
 	}
@@ -223,28 +258,42 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 }
 
 void
-sched_fleet_merge(const SchedFleet *nodes, const SchedFleet *capable, SchedFleet *out)
+sched_fleet_merge(const SchedFleet *nodes, SchedFleet *capable, SchedFleetRefs *out)
 {
 	int			i = 0;
 	int			j = 0;
 
 	out->count = 0;
-	out->busy_count = 0;
-	out->rows = palloc(sizeof(SchedFleetRow) * Max(nodes->count + capable->count, 1));
-	/* both sorted by node_id bytewise; a worker's node is in `nodes` (the same snapshot) */
-	while (i < nodes->count || j < capable->count)
+	out->cands = palloc(sizeof(SchedCandidate *) * Max(nodes->count, 1));
+	/* both sorted by node_id bytewise */
+	while (i < nodes->count)
 	{
-		int			cmp = i == nodes->count ? 1 : j == capable->count ? -1 :
+		int			cmp = j == capable->count ? -1 :
 			strcmp(nodes->rows[i].c.node_id, capable->rows[j].c.node_id);
-		SchedFleetRow *row = &out->rows[out->count++];
 
 		if (cmp < 0)
-			*row = nodes->rows[i++];
+			out->cands[out->count++] = &nodes->rows[i++].c;
+		else if (cmp > 0)
+			j++;				/* a worker of no node */
 		else
 		{
-			*row = capable->rows[j++];
-			if (cmp == 0)
-				row->c.labels = nodes->rows[i++].c.labels;
+			const SchedFleetRow *node = &nodes->rows[i++];
+			SchedFleetRow *row = &capable->rows[j++];
+			SchedCandidate *c = &row->c;
+
+			/* the node's columns, as decode_node_columns reads them */
+			c->management_status = node->c.management_status;
+			c->labels = node->c.labels;
+			c->cpu_millis = node->c.cpu_millis;
+			c->memory_mb = node->c.memory_mb;
+			c->gpus = node->c.gpus;
+			c->weight = node->c.weight;
+			c->reserved_cpu_millis = node->c.reserved_cpu_millis;
+			c->reserved_memory_mb = node->c.reserved_memory_mb;
+			c->reserved_gpus = node->c.reserved_gpus;
+			c->node_live_attempts = node->c.node_live_attempts;
+			row->node_tid = node->node_tid;
+			out->cands[out->count++] = c;
 		}
 	}
 }
@@ -423,7 +472,7 @@ sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row
 			ntid = ns.slot->tts_tid;
 			v[FC_WORKER_TID - 1] = PointerGetDatum(&wtid);
 			v[FC_NODE_TID - 1] = PointerGetDatum(&ntid);
-			decode_columns(v, n, row, true, NULL);
+			decode_columns(v, n, row, true, NULL, true);
 			locked = true;
 		}
 		if (!isnull)
@@ -498,6 +547,19 @@ sched_fleet_summary(const SchedPlacement *p, const SchedFleet *fleet, SchedVerdi
 	return tally_summary(&t, verdict);
 }
 
+char *
+sched_fleet_refs_summary(const SchedPlacement *p, const SchedFleetRefs *fleet,
+						 SchedVerdict *verdict)
+{
+	SummaryTally t = {0};
+	int			i;
+
+	t.verdict = SCHED_VERDICT_STATIC;
+	for (i = 0; i < fleet->count; i++)
+		tally_add(&t, sched_admission(p, fleet->cands[i]), 1);
+	return tally_summary(&t, verdict);
+}
+
 static void
 append_key_string(StringInfo buf, const char *str)
 {
@@ -566,18 +628,38 @@ typedef struct ClassSlot
 	char	   *key;			/* NULL: free */
 	int			keylen;
 	int			class;
+	uint32		hash;
 } ClassSlot;
 
-void
-sched_fleet_classify(const SchedFleet *fleet, int64_t heartbeat_cutoff, SchedFleetClasses *out)
+/* The slots of `slots` (`size` of them) in a table twice as large, freeing the old. */
+static ClassSlot *
+grow_class_slots(ClassSlot *slots, int size)
 {
-	int			size = 16;
+	ClassSlot  *grown = palloc0(sizeof(ClassSlot) * size * 2);
+	int			i;
+
+	for (i = 0; i < size; i++)
+	{
+		int			j;
+
+		if (slots[i].key == NULL)
+			continue;
+		for (j = slots[i].hash & (2 * size - 1); grown[j].key != NULL; j = (j + 1) & (2 * size - 1))
+			;
+		grown[j] = slots[i];
+	}
+	pfree(slots);
+	return grown;
+}
+
+void
+sched_fleet_classify(const SchedFleetRefs *fleet, int64_t heartbeat_cutoff, SchedFleetClasses *out)
+{
+	int			size = 256;		/* a power of 2; grown to stay at most half full */
 	ClassSlot  *slots;
 	StringInfoData key;
 	int			i;
 
-	while (size < 2 * fleet->count)
-		size *= 2;
 	slots = palloc0(sizeof(ClassSlot) * size);
 	out->count = 0;
 	out->members = palloc(sizeof(SchedCandidate *) * Max(fleet->count, 1));
@@ -587,7 +669,7 @@ sched_fleet_classify(const SchedFleet *fleet, int64_t heartbeat_cutoff, SchedFle
 	initStringInfo(&key);
 	for (i = 0; i < fleet->count; i++)
 	{
-		const SchedCandidate *c = &fleet->rows[i].c;
+		const SchedCandidate *c = fleet->cands[i];
 		uint32		h;
 		int			j;
 
@@ -601,12 +683,19 @@ sched_fleet_classify(const SchedFleet *fleet, int64_t heartbeat_cutoff, SchedFle
 				memcpy(slots[j].key, key.data, key.len);
 				slots[j].keylen = key.len;
 				slots[j].class = out->count;
+				slots[j].hash = h;
 				out->members[out->count] = c;
 				out->sizes[out->count] = 1;
 				out->count++;
+				if (2 * out->count >= size)
+				{
+					slots = grow_class_slots(slots, size);
+					size *= 2;
+				}
 				break;
 			}
-			if (slots[j].keylen == key.len && memcmp(slots[j].key, key.data, key.len) == 0)
+			if (slots[j].hash == h && slots[j].keylen == key.len &&
+				memcmp(slots[j].key, key.data, key.len) == 0)
 			{
 				out->sizes[slots[j].class]++;
 				break;

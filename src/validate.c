@@ -30,6 +30,7 @@ PG_FUNCTION_INFO_V1(sched_check_required_labels);
 PG_FUNCTION_INFO_V1(sched_check_name);
 PG_FUNCTION_INFO_V1(sched_check_versions);
 PG_FUNCTION_INFO_V1(sched_check_time_sql);
+PG_FUNCTION_INFO_V1(sched_check_time_public);
 
 void
 sched_check_name_length(const char *value, const char *parameter)
@@ -455,6 +456,23 @@ sched_check_time_sql(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	sched_check_time(PG_GETARG_TIMESTAMPTZ(0),
 					 PG_ARGISNULL(1) ? "value" : text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
+}
+
+/*
+ * sched.check_time(value timestamptz, parameter text) → value, when it is a time
+ * pg_sched's functions take (not NULL, and as sched_check_time); else their ERROR for
+ * it, naming `parameter` ("value" when NULL).  Public: the inlined sched.pending(at),
+ * run with its caller's privileges, checks its `at` with it.
+ */
+Datum
+sched_check_time_public(PG_FUNCTION_ARGS)
+{
+	const char *parameter = PG_ARGISNULL(1) ? "value" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	sched_check_name_length(parameter, "parameter");
+	sched_check_not_null(fcinfo, 0, parameter);
+	sched_check_time(PG_GETARG_TIMESTAMPTZ(0), parameter);
 	PG_RETURN_DATUM(PG_GETARG_DATUM(0));
 }
 

@@ -123,3 +123,11 @@ CREATE OR REPLACE FUNCTION sched._check_time(value timestamptz, parameter text)
 RETURNS timestamptz
 AS 'MODULE_PATHNAME', 'sched_check_time_sql'
 LANGUAGE C IMMUTABLE;
+
+/* The same, public, and refusing NULL (22004): value, when it is a time pg_sched's
+ * functions take.  sched.pending(at) checks its `at` with it (it runs inlined in its
+ * caller's query, with the caller's privileges, which do not reach the helpers). */
+CREATE OR REPLACE FUNCTION sched.check_time(value timestamptz, parameter text DEFAULT 'value')
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'sched_check_time_public'
+LANGUAGE C IMMUTABLE;

@@ -198,134 +198,82 @@ $$;
 CREATE OR REPLACE VIEW sched.node_overview AS SELECT * FROM sched.node_overview(now());
 COMMENT ON VIEW sched.node_overview IS 'One row per node: status, workers, heartbeat age, capacity / reserved / free, slots.';
 
-/* sched.pending(at): the view sched.pending at another time.  Its query is the view's,
- * word for word but for the time (the regress test diagnostics compares the two); a
- * PL/pgSQL function returns all its rows at once, so an operator reads the view, which
- * computes only the rows read (`SELECT * FROM sched.pending LIMIT 100`). */
+/* sched.pending(at): the view sched.pending at another time (the view is this function
+ * at now(); the regress test diagnostics compares the two).  A SQL function with its
+ * body parsed when it is created (BEGIN ATOMIC: every name in it was resolved then, so
+ * no caller's search_path reaches it) and no proconfig (90_privileges.sql), so that the
+ * planner inlines it into the query that reads it: `SELECT * FROM sched.pending LIMIT
+ * 100` computes 100 rows, and no call writes its rows to a tuplestore first.  The check
+ * is a condition on `at` alone: it runs once, before any row (at planning, for a
+ * constant). */
 CREATE OR REPLACE FUNCTION sched.pending(at timestamptz)
 RETURNS TABLE (request_id bigint, tenant text, capability text, priority int,
                effective_priority numeric, waited interval, tries int, next_try_at timestamptz,
                state text, explanation text, blocked text, pinned_to text, last_reason text)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-BEGIN
-    IF at IS NULL THEN
-        RAISE EXCEPTION 'parameter "at" must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF NOT isfinite(at) OR at < '1900-01-01 00:00:00+00' OR at >= '10000-01-01 00:00:00+00' THEN
-        RAISE EXCEPTION 'parameter "at" is out of range: %', at USING ERRCODE = 'datetime_field_overflow',
-            DETAIL = 'Times must be finite, from 1900-01-01 to 9999-12-31 UTC.';
-    END IF;
-    RETURN QUERY
-SELECT r.request_id,
-       r.tenant::text COLLATE pg_catalog."default" AS tenant,
-       (r.capability || '@' || r.capability_version) COLLATE pg_catalog."default" AS capability,
-       r.priority,
-       round(r.priority + greatest(extract(epoch FROM $1 - r.queued_at), 0) / lim.aging_s, 2)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+SELECT x.request_id,
+       x.tenant::text COLLATE pg_catalog."default" AS tenant,
+       (x.capability || '@' || x.capability_version) COLLATE pg_catalog."default" AS capability,
+       x.priority,
+       round(x.priority + greatest(extract(epoch FROM $1 - x.queued_at), 0) / x.aging_s, 2)
            AS effective_priority,
-       date_trunc('second', greatest($1 - r.queued_at, interval '0')) AS waited,
-       r.tries,
-       greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
-       r.state COLLATE pg_catalog."default" AS state,
+       date_trunc('second', greatest($1 - x.queued_at, interval '0')) AS waited,
+       x.tries,
+       greatest(x.available_at, CASE WHEN x.state = 'CLAIMED' THEN x.claimed_until END) AS next_try_at,
+       x.state COLLATE pg_catalog."default" AS state,
        -- a reached limit first (it holds the request back whatever the fleet), then its
        -- gang (members missing, or what its last try found), then the fleet
        concat_ws('; ', x.limit_reason, x.gang_reason,
-                 CASE WHEN r.held_node_id IS NOT NULL THEN
+                 CASE WHEN x.held_node_id IS NOT NULL THEN
                       format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
-                             r.held_node_id, r.held_until) END,
-                 x.explanation) COLLATE pg_catalog."default" AS explanation,
-       CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
-            WHEN (x.limit_reason IS NOT NULL OR x.gang_reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
-            ELSE x.blocked END COLLATE pg_catalog."default" AS blocked,
-       r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
-       r.last_reason COLLATE pg_catalog."default" AS last_reason
-  FROM sched.request r
-  -- (once per query, as uncorrelated sub-selects: each call of a function of pg_sched
-  -- switches its search_path, and the subquery itself is scanned again for every row;
-  -- aging_s is a numeric, as extract(epoch ...) is, so that no row converts one to a
-  -- float8 and back through its text)
-  CROSS JOIN (SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit)
-                     OR EXISTS (SELECT 1 FROM sched.rate_limit)
-                     OR EXISTS (SELECT 1 FROM sched.tenant_quota) AS any_limit,
-                     (SELECT sched.setting_seconds('sched.aging_interval')::numeric) AS aging_s
-              OFFSET 0) lim
-  -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
-  -- written to a tuplestore and read back, and a join to limit_explanations may be
-  -- planned as a call of it for each request)
-  CROSS JOIN LATERAL (
-       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason, e.gang_reason
-         FROM (SELECT sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
-                                                r.min_cpu_millis, r.min_memory_mb, r.min_gpus,
-                                                r.reserve_cpu_millis, r.reserve_memory_mb,
-                                                r.reserve_gpus, r.node_id, $1) AS v,
-                      -- (looked up only when a limit is set, for a request in a gang)
-                      CASE WHEN lim.any_limit THEN sched.limit_reason(r.request_id, $1) END
-                           AS limit_reason,
-                      -- its gang, if it has one not placed yet: members missing, or what
-                      -- its last try found
-                      CASE WHEN r.gang_id IS NOT NULL
-                           THEN sched.gang_reason(r.gang_id, r.last_reason) END AS gang_reason
-               OFFSET 0) e) x
- WHERE r.state IN ('PENDING', 'CLAIMED')
- ORDER BY r.queued_at, r.request_id;
-END
-$$;
-/* One row per open request, oldest first, each explained as it is read (see above); the
- * caller's privileges apply to the tables it reads, as in the functions. */
+                             x.held_node_id, x.held_until) END,
+                 (x.v).explanation) COLLATE pg_catalog."default" AS explanation,
+       CASE WHEN x.held_node_id IS NOT NULL THEN 'transient'
+            WHEN (x.limit_reason IS NOT NULL OR x.gang_reason IS NOT NULL) AND (x.v).blocked <> 'static' THEN 'transient'
+            ELSE (x.v).blocked END COLLATE pg_catalog."default" AS blocked,
+       x.node_id::text COLLATE pg_catalog."default" AS pinned_to,
+       x.last_reason COLLATE pg_catalog."default" AS last_reason
+  -- (the explanation is called in the select list of a subquery behind OFFSET 0, once
+  -- per row read, in the order read: in FROM each call would be written to a
+  -- tuplestore and read back, and a join to limit_explanations may be planned as a call
+  -- of it for each request; the subquery is scanned once, not once per request as a
+  -- LATERAL one is)
+  FROM (SELECT r.request_id, r.tenant, r.capability, r.capability_version, r.priority,
+               r.queued_at, r.tries, r.available_at, r.state, r.claimed_until,
+               r.held_node_id, r.held_until, r.node_id, r.last_reason, lim.aging_s,
+               sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
+                                         r.min_cpu_millis, r.min_memory_mb, r.min_gpus,
+                                         r.reserve_cpu_millis, r.reserve_memory_mb,
+                                         r.reserve_gpus, r.node_id, $1) AS v,
+               -- (looked up only when a limit is set, for a request in a gang)
+               CASE WHEN lim.any_limit THEN sched.limit_reason(r.request_id, $1) END
+                    AS limit_reason,
+               -- its gang, if it has one not placed yet: members missing, or what its
+               -- last try found
+               CASE WHEN r.gang_id IS NOT NULL
+                    THEN sched.gang_reason(r.gang_id, r.last_reason) END AS gang_reason
+          FROM sched.request r
+          -- (once per query, as uncorrelated sub-selects: each call of a function of
+          -- pg_sched switches its search_path, and the subquery itself is scanned again
+          -- for every row; aging_s is a numeric, as extract(epoch ...) is, so that no row
+          -- converts one to a float8 and back through its text)
+         CROSS JOIN (SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit)
+                            OR EXISTS (SELECT 1 FROM sched.rate_limit)
+                            OR EXISTS (SELECT 1 FROM sched.tenant_quota) AS any_limit,
+                            (SELECT sched.setting_seconds('sched.aging_interval')::numeric) AS aging_s
+                     OFFSET 0) lim
+         WHERE r.state IN ('PENDING', 'CLAIMED')
+           AND sched.check_time($1, 'at') IS NOT NULL
+         ORDER BY r.queued_at, r.request_id
+        OFFSET 0) x
+ ORDER BY x.queued_at, x.request_id;
+END;
+/* One row per open request, oldest first, each explained as it is read: the function at
+ * now(), inlined into the query that reads the view (see above); the caller's
+ * privileges apply to the tables it reads, as in the functions. */
 CREATE OR REPLACE VIEW sched.pending WITH (security_invoker = true) AS
-SELECT r.request_id,
-       r.tenant::text COLLATE pg_catalog."default" AS tenant,
-       (r.capability || '@' || r.capability_version) COLLATE pg_catalog."default" AS capability,
-       r.priority,
-       round(r.priority + greatest(extract(epoch FROM now() - r.queued_at), 0) / lim.aging_s, 2)
-           AS effective_priority,
-       date_trunc('second', greatest(now() - r.queued_at, interval '0')) AS waited,
-       r.tries,
-       greatest(r.available_at, CASE WHEN r.state = 'CLAIMED' THEN r.claimed_until END) AS next_try_at,
-       r.state COLLATE pg_catalog."default" AS state,
-       -- a reached limit first (it holds the request back whatever the fleet), then its
-       -- gang (members missing, or what its last try found), then the fleet
-       concat_ws('; ', x.limit_reason, x.gang_reason,
-                 CASE WHEN r.held_node_id IS NOT NULL THEN
-                      format('waits for preemption to complete: the room it preempted on node %s is held for it until %s; it goes at its next dispatch',
-                             r.held_node_id, r.held_until) END,
-                 x.explanation) COLLATE pg_catalog."default" AS explanation,
-       CASE WHEN r.held_node_id IS NOT NULL THEN 'transient'
-            WHEN (x.limit_reason IS NOT NULL OR x.gang_reason IS NOT NULL) AND x.blocked <> 'static' THEN 'transient'
-            ELSE x.blocked END COLLATE pg_catalog."default" AS blocked,
-       r.node_id::text COLLATE pg_catalog."default" AS pinned_to,
-       r.last_reason COLLATE pg_catalog."default" AS last_reason
-  FROM sched.request r
-  -- (once per query, as uncorrelated sub-selects: each call of a function of pg_sched
-  -- switches its search_path, and the subquery itself is scanned again for every row;
-  -- aging_s is a numeric, as extract(epoch ...) is, so that no row converts one to a
-  -- float8 and back through its text)
-  CROSS JOIN (SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit)
-                     OR EXISTS (SELECT 1 FROM sched.rate_limit)
-                     OR EXISTS (SELECT 1 FROM sched.tenant_quota) AS any_limit,
-                     (SELECT sched.setting_seconds('sched.aging_interval')::numeric) AS aging_s
-              OFFSET 0) lim
-  -- (called in a select list, once per row, behind OFFSET 0: in FROM each call would be
-  -- written to a tuplestore and read back, and a join to limit_explanations may be
-  -- planned as a call of it for each request)
-  CROSS JOIN LATERAL (
-       SELECT (e.v).explanation, (e.v).blocked, e.limit_reason, e.gang_reason
-         FROM (SELECT sched.pending_explanation(r.capability, r.capability_version, r.required_labels,
-                                                r.min_cpu_millis, r.min_memory_mb, r.min_gpus,
-                                                r.reserve_cpu_millis, r.reserve_memory_mb,
-                                                r.reserve_gpus, r.node_id, now()) AS v,
-                      -- (looked up only when a limit is set, for a request in a gang)
-                      CASE WHEN lim.any_limit THEN sched.limit_reason(r.request_id, now()) END
-                           AS limit_reason,
-                      -- its gang, if it has one not placed yet: members missing, or what
-                      -- its last try found
-                      CASE WHEN r.gang_id IS NOT NULL
-                           THEN sched.gang_reason(r.gang_id, r.last_reason) END AS gang_reason
-               OFFSET 0) e) x
- WHERE r.state IN ('PENDING', 'CLAIMED')
- ORDER BY r.queued_at, r.request_id;
+SELECT * FROM sched.pending(now());
 COMMENT ON VIEW sched.pending IS 'One row per pending or claimed request, with a live explanation of why it waits.';
 
 CREATE OR REPLACE FUNCTION sched.queue_stats(at timestamptz)

@@ -100,6 +100,11 @@ ALTER FUNCTION sched.pending_explanation(text, text, jsonb, int, bigint, int, in
 ALTER FUNCTION sched._request_shape(text, text, jsonb, int, bigint, int, int, bigint, int, text)
     RESET search_path;
 ALTER FUNCTION sched._queue_key(int, timestamptz) RESET search_path;
+-- And sched.pending(at), a SQL function whose body was parsed when it was created (BEGIN
+-- ATOMIC: no name in it is looked up at a call), so that the planner inlines it into its
+-- caller's query (a proconfig forbids that, and the function would return all its rows
+-- before any LIMIT of the caller applied).
+ALTER FUNCTION sched.pending(timestamptz) RESET search_path;
 -- And sched.submit, whose statements reach their rows by key, is planned without
 -- sequential scans too (as the C functions' keyed statements are, src/spi_util.c): PL/pgSQL
 -- keeps the plan it made for a session's first submits, and made on a queue vacuumed
@@ -167,7 +172,8 @@ GRANT EXECUTE ON FUNCTION
     sched.format_label_expression(text, jsonb),
     sched.format_cpus(bigint),
     sched.format_amount(text, text),
-    sched.format_duration(interval)
+    sched.format_duration(interval),
+    sched.check_time(timestamptz, text)
 TO sched_observer;
 
 -- sched_scheduler: the queue and dispatch

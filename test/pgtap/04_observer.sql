@@ -5,7 +5,7 @@
 --      schema sched, USAGE (not CREATE) on the schema, and EXECUTE on exactly the
 --      read-only functions of README "## Privileges" (the readers and the public helpers
 --      they share: setting_seconds, pending_explanations, format_cpus, format_amount,
---      format_duration, step_lock_key), none of them volatile.  Exactly the write
+--      format_duration, step_lock_key, check_time), none of them volatile.  Exactly the write
 --      functions (and the internal writer _attempt_live_changed, a trigger) run as
 --      the owner (SECURITY DEFINER); every function runs with search_path pinned to
 --      pg_catalog, pg_temp.
@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(94);
+SELECT plan(96);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -59,6 +59,7 @@ INSERT INTO read_fn VALUES
   ('format_cpus', '{bigint}'),
   ('format_amount', '{text,text}'),
   ('format_duration', '{interval}'),
+  ('check_time', '{"timestamp with time zone",text}'),
   ('labels_match', '{jsonb,jsonb}'),
   ('format_label_expression', '{text,jsonb}');
 
@@ -156,7 +157,14 @@ SELECT is_empty($$
        AND p.oid <> 'sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)'::regprocedure
        AND p.oid <> 'sched._request_shape(text,text,jsonb,int,bigint,int,int,bigint,int,text)'::regprocedure
        AND p.oid <> 'sched._queue_key(int,timestamptz)'::regprocedure
-$$, 'every function of schema sched but pending_explanation, submit, _request_shape and _queue_key has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+       AND p.oid <> 'sched.pending(timestamptz)'::regprocedure
+$$, 'every function of schema sched but pending_explanation, submit, _request_shape, _queue_key and pending(at) has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+SELECT is_empty($$
+    SELECT p.oid::regprocedure::text FROM pg_proc p
+     WHERE p.oid = 'sched.pending(timestamptz)'::regprocedure
+       AND (p.proconfig IS NOT NULL OR p.prolang <> (SELECT oid FROM pg_language WHERE lanname = 'sql')
+            OR p.prosqlbody IS NULL OR p.prosecdef OR p.provolatile <> 's' OR p.proisstrict)
+$$, 'pending(at) is a STABLE SQL function with a body parsed at its creation (no name looked up at a call) and no proconfig, not strict, not SECURITY DEFINER: the planner inlines it');
 SELECT is((SELECT proconfig FROM pg_proc
             WHERE oid = 'sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)'::regprocedure),
           ARRAY['search_path=pg_catalog, pg_temp', 'enable_seqscan=off'],
@@ -180,7 +188,7 @@ $$, 'no SECURITY DEFINER function is executable by PUBLIC');
 -- every function named above exists (a typo in the lists would make tests vacuous)
 SELECT is((SELECT count(*)::int FROM (SELECT fn, args FROM read_fn UNION ALL SELECT fn, args FROM write_fn) l
             WHERE to_regprocedure(format('sched.%I(%s)', fn, array_to_string(args, ','))) IS NOT NULL),
-          46, 'the 23 read and 23 write functions listed exist');
+          47, 'the 24 read and 23 write functions listed exist');
 
 -- ---------------------------------------------------------------------------------
 -- Fixture (as the extension owner): two nodes, a dispatched request (its execution has

@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(979);
+SELECT plan(984);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -174,6 +174,7 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched.labels_match(jsonb,jsonb)', 'sched_observer', $$SELECT sched.labels_match('{"a": "1"}', '{"a": {"gt": 0}}')$$, '00000'),
   ('sched.format_label_expression(text,jsonb)', 'sched_observer', $$SELECT sched.format_label_expression('a', '{"in": ["x"]}')$$, '00000'),
   ('sched.format_duration(interval)', 'sched_observer', $$SELECT sched.format_duration('90 s')$$, '00000'),
+  ('sched.check_time(timestamptz,text)', 'sched_observer', $$SELECT sched.check_time(now(), 'at')$$, '00000'),
   -- sched_scheduler: queue, dispatch, close
   ('sched.submit(uuid,uuid,text,text,int,text,int,jsonb,jsonb,int,bigint,int,int,bigint,int,text,int,timestamptz,jsonb,text,text,uuid,int,boolean,boolean)',
    'sched_scheduler', $$SELECT sched.submit('c1000000-0000-4000-8000-0000000000e9', 'c1000000-0000-4000-8000-000000000059', 'm-cap', '1.0')$$, '00000'),
@@ -254,8 +255,8 @@ SELECT is_empty($$SELECT sig::text FROM fn f JOIN pg_proc p ON p.oid = f.sig
                    WHERE (p.proname LIKE '\_%') <> (f.job IS NULL)$$,
                 'a function is internal (sched._*) exactly when no job role is granted it');
 SELECT results_eq($$SELECT job::text COLLATE "default", count(*)::int FROM fn WHERE job IS NOT NULL GROUP BY job ORDER BY job$$,
-                  $$VALUES ('sched_admin', 9), ('sched_observer', 23), ('sched_scheduler', 7), ('sched_worker', 7)$$,
-                  'README: 23 reader, 7 scheduler, 7 worker and 9 admin functions');
+                  $$VALUES ('sched_admin', 9), ('sched_observer', 24), ('sched_scheduler', 7), ('sched_worker', 7)$$,
+                  'README: 24 reader, 7 scheduler, 7 worker and 9 admin functions');
 
 -- ---------------------------------------------------------------------------------
 -- 1a. The catalog: has_function_privilege, per role, is exactly the table's
