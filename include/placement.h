@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Reason codes, in the order diagnostics list them (SPEC section 3). */
 typedef enum SchedReason
@@ -180,6 +181,7 @@ typedef struct SchedCandidate
 {
 	/* node */
 	const char *node_id;
+	uint64_t	node_key[2];	/* sched_candidate_set_node: node_id's first 16 bytes */
 	SchedNodeStatus management_status;
 	SchedLabelSet labels;
 	int64_t		cpu_millis;
@@ -208,6 +210,7 @@ typedef struct SchedRanked
 {
 	int			index;			/* into the caller's candidate array */
 	const char *node_id;
+	uint64_t	node_key[2];	/* sched_ranked_set_node: node_id's first 16 bytes */
 	int64_t		score;
 	int32_t		preferred_matches;
 	int32_t		weight;			/* effective weight used in the score */
@@ -300,7 +303,21 @@ extern SchedReasonSet sched_admission(const SchedPlacement *p, const SchedCandid
  * the *_exhausted codes), for a candidate that has no other reason: then
  * sched_admission(p, c) == sched_admission_transient(p, c).
  */
-extern SchedReasonSet sched_admission_transient(const SchedPlacement *p, const SchedCandidate *c);
+static inline SchedReasonSet
+sched_admission_transient(const SchedPlacement *p, const SchedCandidate *c)
+{
+	SchedReasonSet r = 0;
+
+	if (c->worker_live_attempts >= c->slots)
+		r |= SCHED_REASON_BIT(SCHED_R_NO_FREE_SLOT);
+	if (c->cpu_millis - c->reserved_cpu_millis < p->reserve_cpu_millis)
+		r |= SCHED_REASON_BIT(SCHED_R_CPU_EXHAUSTED);
+	if (c->memory_mb - c->reserved_memory_mb < p->reserve_memory_mb)
+		r |= SCHED_REASON_BIT(SCHED_R_MEMORY_EXHAUSTED);
+	if (c->gpus - c->reserved_gpus < p->reserve_gpus)
+		r |= SCHED_REASON_BIT(SCHED_R_GPUS_EXHAUSTED);
+	return r;
+}
 
 /*
  * The reason of sched_admission that moves with the clock, not with the candidate
@@ -309,7 +326,13 @@ extern SchedReasonSet sched_admission_transient(const SchedPlacement *p, const S
 #define SCHED_CLOCK_REASONS SCHED_REASON_BIT(SCHED_R_HEARTBEAT_EXPIRED)
 
 /* sched_admission's SCHED_CLOCK_REASONS for candidate c. */
-extern SchedReasonSet sched_admission_clock(const SchedPlacement *p, const SchedCandidate *c);
+static inline SchedReasonSet
+sched_admission_clock(const SchedPlacement *p, const SchedCandidate *c)
+{
+	if (c->has_worker && (!c->has_heartbeat || c->last_heartbeat < p->heartbeat_cutoff))
+		return SCHED_REASON_BIT(SCHED_R_HEARTBEAT_EXPIRED);
+	return 0;
+}
 
 /*
  * Whether a and b are one shape: they ask the same of every node in all but what changes
@@ -321,7 +344,11 @@ extern SchedReasonSet sched_admission_clock(const SchedPlacement *p, const Sched
 extern bool sched_placement_same_shape(const SchedPlacement *a, const SchedPlacement *b);
 
 /* A weight <= 0 scores as 100. */
-extern int32_t sched_effective_weight(int32_t weight);
+static inline int32_t
+sched_effective_weight(int32_t weight)
+{
+	return weight <= 0 ? 100 : weight;
+}
 
 /*
  * score = preferred_matches * 1,000,000 - spread_matches * 100,000 + weight * 1,000
@@ -335,8 +362,21 @@ extern void sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedR
 
 /* sched_score with the preferred labels' matches already counted
  * (sched_labels_matching(&c->labels, &p->preferred_labels)). */
-extern void sched_score_matched(const SchedCandidate *c, int32_t preferred_matches,
-								SchedRanked *out);
+static inline void
+sched_score_matched(const SchedCandidate *c, int32_t preferred_matches, SchedRanked *out)
+{
+	out->node_id = c->node_id;
+	out->node_key[0] = c->node_key[0];
+	out->node_key[1] = c->node_key[1];
+	out->preferred_matches = preferred_matches;
+	out->weight = sched_effective_weight(c->weight);
+	out->running_attempts = c->node_live_attempts;
+	out->spread_matches = 0;
+	out->held = false;
+	out->score = (int64_t) out->preferred_matches * 1000000
+		+ (int64_t) out->weight * 1000
+		- (int64_t) out->running_attempts * SCHED_SCORE_PER_RUNNING_ATTEMPT;
+}
 
 /*
  * Counts `attempts` more running attempts on the node of r: what r will score once
@@ -347,8 +387,38 @@ extern void sched_score_add_running(SchedRanked *r, int attempts);
 /* Counts `matches` live attempts of the request's spread_key on the node of r. */
 extern void sched_score_add_spread(SchedRanked *r, int matches);
 
+/*
+ * The first 16 bytes of node_id (NUL-padded) as two big-endian numbers, which order as
+ * strcmp orders those bytes: ranking breaks a tie of score by them, without reading
+ * the strings unless they share 16 bytes.
+ */
+extern void sched_node_key(const char *node_id, uint64_t key[2]);
+
+/* Sets c's node_id and node_key (once per row read: a fleet row is ranked at every
+ * call).  Every candidate that is scored must be set through it. */
+extern void sched_candidate_set_node(SchedCandidate *c, const char *node_id);
+
+/* Sets r's node_id and node_key, for an entry not scored from a candidate (sched_score
+ * copies the candidate's). */
+extern void sched_ranked_set_node(SchedRanked *r, const char *node_id);
+
 /* Ranking order: held candidates last, then higher score first, then smaller node_id
- * bytewise.  qsort comparator. */
+ * bytewise. */
+static inline int
+sched_ranked_order(const SchedRanked *x, const SchedRanked *y)
+{
+	if (x->held != y->held)
+		return x->held ? 1 : -1;
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	if (x->node_key[0] != y->node_key[0])
+		return x->node_key[0] < y->node_key[0] ? -1 : 1;
+	if (x->node_key[1] != y->node_key[1])
+		return x->node_key[1] < y->node_key[1] ? -1 : 1;
+	return strcmp(x->node_id, y->node_id);
+}
+
+/* sched_ranked_order as a qsort comparator. */
 extern int	sched_ranked_cmp(const void *a, const void *b);
 
 /* Sorts ranked candidates best first (a total order: node_ids are unique). */

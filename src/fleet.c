@@ -147,7 +147,7 @@ decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels
 #define COL(k) v[(k) - 1]
 #define NUL(k) n[(k) - 1]
 	memset(r, 0, sizeof(*r));
-	c->node_id = TextDatumGetCString(COL(FC_NODE_ID));
+	sched_candidate_set_node(c, TextDatumGetCString(COL(FC_NODE_ID)));
 	r->node_hash = sched_node_hash(c->node_id);
 	if (node_columns)
 		decode_node_columns(v, n, r, with_labels, keys_of);

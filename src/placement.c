@@ -378,30 +378,6 @@ sched_admission(const SchedPlacement *p, const SchedCandidate *c)
 	return r;
 }
 
-SchedReasonSet
-sched_admission_transient(const SchedPlacement *p, const SchedCandidate *c)
-{
-	SchedReasonSet r = 0;
-
-	if (c->worker_live_attempts >= c->slots)
-		r |= SCHED_REASON_BIT(SCHED_R_NO_FREE_SLOT);
-	if (c->cpu_millis - c->reserved_cpu_millis < p->reserve_cpu_millis)
-		r |= SCHED_REASON_BIT(SCHED_R_CPU_EXHAUSTED);
-	if (c->memory_mb - c->reserved_memory_mb < p->reserve_memory_mb)
-		r |= SCHED_REASON_BIT(SCHED_R_MEMORY_EXHAUSTED);
-	if (c->gpus - c->reserved_gpus < p->reserve_gpus)
-		r |= SCHED_REASON_BIT(SCHED_R_GPUS_EXHAUSTED);
-	return r;
-}
-
-SchedReasonSet
-sched_admission_clock(const SchedPlacement *p, const SchedCandidate *c)
-{
-	if (c->has_worker && (!c->has_heartbeat || c->last_heartbeat < p->heartbeat_cutoff))
-		return SCHED_REASON_BIT(SCHED_R_HEARTBEAT_EXPIRED);
-	return 0;
-}
-
 static bool
 same_text(const char *a, const char *b)
 {
@@ -480,30 +456,10 @@ sched_placement_same_shape(const SchedPlacement *a, const SchedPlacement *b)
 		same_labels(&a->preferred_labels, &b->preferred_labels);
 }
 
-int32_t
-sched_effective_weight(int32_t weight)
-{
-	return weight <= 0 ? 100 : weight;
-}
-
 void
 sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out)
 {
 	sched_score_matched(c, sched_labels_matching(&c->labels, &p->preferred_labels), out);
-}
-
-void
-sched_score_matched(const SchedCandidate *c, int32_t preferred_matches, SchedRanked *out)
-{
-	out->node_id = c->node_id;
-	out->preferred_matches = preferred_matches;
-	out->weight = sched_effective_weight(c->weight);
-	out->running_attempts = c->node_live_attempts;
-	out->spread_matches = 0;
-	out->held = false;
-	out->score = (int64_t) out->preferred_matches * 1000000
-		+ (int64_t) out->weight * 1000
-		- (int64_t) out->running_attempts * SCHED_SCORE_PER_RUNNING_ATTEMPT;
 }
 
 SchedVerdict
@@ -530,17 +486,35 @@ sched_score_add_running(SchedRanked *r, int attempts)
 	r->score -= (int64_t) attempts * SCHED_SCORE_PER_RUNNING_ATTEMPT;
 }
 
+void
+sched_node_key(const char *node_id, uint64_t key[2])
+{
+	int			k;
+
+	key[0] = 0;
+	key[1] = 0;
+	for (k = 0; k < 16 && node_id[k] != '\0'; k++)
+		key[k / 8] |= (uint64_t) (unsigned char) node_id[k] << (8 * (7 - k % 8));
+}
+
+void
+sched_candidate_set_node(SchedCandidate *c, const char *node_id)
+{
+	c->node_id = node_id;
+	sched_node_key(node_id, c->node_key);
+}
+
+void
+sched_ranked_set_node(SchedRanked *r, const char *node_id)
+{
+	r->node_id = node_id;
+	sched_node_key(node_id, r->node_key);
+}
+
 int
 sched_ranked_cmp(const void *a, const void *b)
 {
-	const SchedRanked *x = (const SchedRanked *) a;
-	const SchedRanked *y = (const SchedRanked *) b;
-
-	if (x->held != y->held)
-		return x->held ? 1 : -1;
-	if (x->score != y->score)
-		return x->score > y->score ? -1 : 1;
-	return strcmp(x->node_id, y->node_id);
+	return sched_ranked_order((const SchedRanked *) a, (const SchedRanked *) b);
 }
 
 void

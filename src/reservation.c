@@ -552,7 +552,7 @@ select_next(SchedRanked *ranked, int n, int k, bool avoided_last)
 	if (k >= end)
 		return;
 	for (i = k + 1; i < end; i++)
-		if (sched_ranked_cmp(&ranked[i], &ranked[best]) < 0)
+		if (sched_ranked_order(&ranked[i], &ranked[best]) < 0)
 			best = i;
 	if (best != k)
 	{

@@ -239,7 +239,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	flags = rd8(&r);
 	rd_str(&r, node_id);
-	c.node_id = node_id;
+	sched_candidate_set_node(&c, node_id);
 	c.management_status = (SchedNodeStatus) (rd8(&r) % 3);
 	c.labels.count = rd_labels(&r, have, have_kv);
 	c.labels.items = c.labels.count > 0 ? have : NULL;
@@ -350,7 +350,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (j < n)
 				continue;		/* node_id is a key */
 			memset(&arr[n], 0, sizeof arr[n]);
-			arr[n].node_id = ids[n];
+			sched_ranked_set_node(&arr[n], ids[n]);
 			arr[n].score = (flags & 32) ? (int64_t) rd64(&r) : (int64_t) (rd8(&r) % 3);
 			arr[n].index = n;
 			n++;

@@ -676,7 +676,7 @@ static void
 fx_candidate(SchedCandidate *c, const char *node_id)
 {
 	memset(c, 0, sizeof *c);
-	c->node_id = node_id;
+	sched_candidate_set_node(c, node_id);
 	c->management_status = SCHED_NODE_ACTIVE;
 	c->cpu_millis = 4000;
 	c->memory_mb = 8192;
@@ -1639,7 +1639,7 @@ mk_ranked(const char *id, int64_t score, int index)
 	SchedRanked r;
 
 	memset(&r, 0, sizeof r);
-	r.node_id = id;
+	sched_ranked_set_node(&r, id);
 	r.score = score;
 	r.index = index;
 	return r;
@@ -1678,6 +1678,31 @@ TEST(verdict_add)
 		for (j = 0; j < 4; j++)
 			CHECK_INT(sched_verdict_add(sched_verdict_add(SCHED_VERDICT_STATIC, all[i]), all[j]),
 					  sched_verdict_add(sched_verdict_add(SCHED_VERDICT_STATIC, all[j]), all[i]));
+}
+
+/* A tie of score is broken by node_id bytewise, as strcmp orders it, whether the ids
+ * differ within their first 16 bytes (node_key) or only after (strcmp): every pair of a
+ * set of ids with shared prefixes, lengths on both sides of 16, bytes above 0x7f. */
+TEST(ranking_ties_by_node_id_bytes)
+{
+	const char *ids[] = {
+		"", "a", "ab", "abc", "abd", "b", "node-0001", "node-0001a", "node-000123456789",
+		"node-000123456789a", "node-000123456789b", "node-0001234567890", "node-00012345678",
+		"node-00012345678\xff", "node-00012345678\x80x", "\xc3\xa9t\xc3\xa9", "\x7f", "\x80",
+		"0123456789abcdef", "0123456789abcdeg", "0123456789abcdef0", "0123456789abcde"
+	};
+	int			n = (int) (sizeof(ids) / sizeof(ids[0]));
+	int			i,
+				j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+		{
+			SchedRanked a = mk_ranked(ids[i], 7, i);
+			SchedRanked b = mk_ranked(ids[j], 7, j);
+
+			CHECK_INT(sign(sched_ranked_cmp(&a, &b)), sign(strcmp(ids[i], ids[j])));
+		}
 }
 
 /* A held candidate (concurrent reservations on its node, inflight.c) ranks after every
@@ -3934,7 +3959,7 @@ g_case(GenCase *g)
 	memset(c, 0, sizeof *c);
 
 	g_copy(g->node_id, g_pick(g_node_ids, G_NNODES));
-	c->node_id = g->node_id;
+	sched_candidate_set_node(c, g->node_id);
 	c->management_status = rng_below(16) < bad ? (SchedNodeStatus) (1 + rng_below(2))
 		: SCHED_NODE_ACTIVE;
 	c->labels.items = g->have;
@@ -4340,6 +4365,7 @@ main(int argc, char **argv)
 	RUN(worked_example_seed_000);
 	RUN(ranking_ties_by_node_id_bytewise);
 	RUN(verdict_add);
+	RUN(ranking_ties_by_node_id_bytes);
 	RUN(ranking_held_candidates_last);
 	RUN(score_add_running);
 	RUN(spread_term_score);
