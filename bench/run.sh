@@ -567,7 +567,7 @@ fi
 # Workload 3: select_candidate latency vs fleet size
 # =============================================================================================
 w3_measure() { # LABEL NODES WITH_SQL
-    local label=$1 nodes=$2 with_sql=$3 r f p50
+    local label=$1 nodes=$2 with_sql=$3 r f p50 t
     settle "$DB_FLEET"
     for r in $(seq 1 "$RUNS"); do
         for impl in pg sql; do
@@ -575,8 +575,12 @@ w3_measure() { # LABEL NODES WITH_SQL
             f=w3_select_candidate.pgbench
             [ "$impl" = sql ] && f=w3_sql_select.pgbench
             rm -f "$WORK/w3log".*
-            pgb "w3_${label}_${impl}_${nodes}_${r}" "$DB_FLEET" 1 "$T3" -l --log-prefix="$WORK/w3log" -f "$PGB_DIR/$f"
-            p50=$(cat "$WORK/w3log".* | awk '{ print $3 }' | sort -n |
+            # (the session's first call loads the capability into its mirror: up to 2 s at
+            # 100,000 nodes among 1,000,000 others, the whole of a run of T3 seconds; it is
+            # left out of the p50, which is the warm call's, and the large runs are longer)
+            t=$T3; (( nodes >= 100000 )) && t=$((T3 + 3))
+            pgb "w3_${label}_${impl}_${nodes}_${r}" "$DB_FLEET" 1 "$t" -l --log-prefix="$WORK/w3log" -f "$PGB_DIR/$f"
+            p50=$(cat "$WORK/w3log".* | awk 'NR > 1 { print $3 }' | sort -n |
                   awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2] / 1000; else print (v[NR / 2] + v[NR / 2 + 1]) / 2000 }')
             record "w3.$label.$impl.$nodes" "$p50"
             say "W3 $label $nodes nodes, run $r/$RUNS: $impl p50 $(fmt "$p50" 3) ms ($PGB_N calls)"
@@ -1028,8 +1032,9 @@ fi
     echo "  (max 1, timeout 200 ms), a job worker one job per claim (2 ms sleep when none is ready)."
     echo "  Tasks per second = (tasks finished - 1) / (last finish - first finish) of the run."
     echo "- Workload 3: p50 of the per-transaction latencies pgbench logs (\`--log\`), 1 client, on the client side"
-    echo "  (includes the round trip). One session runs all calls, so after its first call the session's fleet mirror"
-    echo "  re-reads only changed nodes (none here); the cold rows open a new connection for every call (\`pgbench -C\`),"
+    echo "  (includes the round trip), the session's first call left out. One session runs all calls, so after its first call"
+    echo "  the session's fleet mirror re-reads only changed nodes (none here); runs at 100,000 nodes last 3 s longer (the first"
+    echo "  call loads the capability: up to 2 s among 1,000,000 others); the cold rows open a new connection for every call (\`pgbench -C\`),"
     echo "  whose first select_candidate loads the capability whole, and show the mean next to a new connection running SELECT 1."
     echo "- Workload 4: 1 client, runs of $W4_TX committed transactions ($((W4_TX * BATCH)) placements) from a reset queue, so the"
     echo "  queue keeps at least 70% of its length; cost per dispatch = run time / placements (commits included)."

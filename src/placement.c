@@ -486,15 +486,26 @@ sched_score_add_running(SchedRanked *r, int attempts)
 	r->score -= (int64_t) attempts * SCHED_SCORE_PER_RUNNING_ATTEMPT;
 }
 
+/* The 8 bytes at b as a big-endian number (compilers make it one load and a swap). */
+static inline uint64_t
+big_endian_64(const unsigned char *b)
+{
+	return (uint64_t) b[0] << 56 | (uint64_t) b[1] << 48 | (uint64_t) b[2] << 40 |
+		(uint64_t) b[3] << 32 | (uint64_t) b[4] << 24 | (uint64_t) b[5] << 16 |
+		(uint64_t) b[6] << 8 | (uint64_t) b[7];
+}
+
 void
 sched_node_key(const char *node_id, uint64_t key[2])
 {
-	int			k;
+	unsigned char b[16] = {0};
+	size_t		len = 0;
 
-	key[0] = 0;
-	key[1] = 0;
-	for (k = 0; k < 16 && node_id[k] != '\0'; k++)
-		key[k / 8] |= (uint64_t) (unsigned char) node_id[k] << (8 * (7 - k % 8));
+	while (len < 16 && node_id[len] != '\0')
+		len++;
+	memcpy(b, node_id, len);
+	key[0] = big_endian_64(b);
+	key[1] = big_endian_64(b + 8);
 }
 
 void
