@@ -398,6 +398,11 @@ extern void sched_node_key(const char *node_id, uint64_t key[2]);
  * call).  Every candidate that is scored must be set through it. */
 extern void sched_candidate_set_node(SchedCandidate *c, const char *node_id);
 
+/* Copies into c the node's fields of `node` (another candidate of the same node): its
+ * status, capacity, reservations, weight and live attempts; not its labels (whose
+ * memory may be the caller's) and not node_id. */
+extern void sched_candidate_take_node(SchedCandidate *c, const SchedCandidate *node);
+
 /* Sets r's node_id and node_key, for an entry not scored from a candidate (sched_score
  * copies the candidate's). */
 extern void sched_ranked_set_node(SchedRanked *r, const char *node_id);

@@ -549,15 +549,7 @@ apply_update(SchedBatchFleet *e, const SchedFleetRow *fresh)
 	sched_admit_memos_forget(&e->memos, (int) (r - e->fleet.rows));
 	c = &r->c;
 	/* node fields: shared by the node's workers of every capability */
-	c->management_status = fresh->c.management_status;
-	c->cpu_millis = fresh->c.cpu_millis;
-	c->memory_mb = fresh->c.memory_mb;
-	c->gpus = fresh->c.gpus;
-	c->weight = fresh->c.weight;
-	c->reserved_cpu_millis = fresh->c.reserved_cpu_millis;
-	c->reserved_memory_mb = fresh->c.reserved_memory_mb;
-	c->reserved_gpus = fresh->c.reserved_gpus;
-	c->node_live_attempts = fresh->c.node_live_attempts;
+	sched_candidate_take_node(c, &fresh->c);
 	/* worker fields: only the row of that worker (labels and versions, which live
 	 * in the caller's memory, are not copied) */
 	if (c->has_worker && memcmp(&r->worker_id, &fresh->worker_id, sizeof(pg_uuid_t)) == 0)

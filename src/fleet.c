@@ -192,17 +192,24 @@ decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels
  * once (fetching columns one by one re-walks the variable-length ones before each).
  * Columns after SCHED_FLEET_COLUMNS (at most 4) are ignored.
  */
-void
-sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
-				   const SchedPlacement *keys_of)
+static void
+decode_tuple(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
+			 const SchedPlacement *keys_of, bool node_columns)
 {
 	Datum		v[FC_COUNT + 4];
 	bool		n[FC_COUNT + 4];
 
-	if (desc->natts > FC_COUNT + 4)
+	if (desc->natts < FC_COUNT || desc->natts > FC_COUNT + 4)
 		elog(ERROR, "pg_sched: a fleet row has %d columns", desc->natts);
 	heap_deform_tuple(tup, desc, v, n);
-	decode_columns(v, n, r, with_labels, keys_of, true);
+	decode_columns(v, n, r, with_labels, keys_of, node_columns);
+}
+
+void
+sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
+				   const SchedPlacement *keys_of)
+{
+	decode_tuple(tup, desc, r, with_labels, keys_of, true);
 }
 
 void
@@ -239,17 +246,10 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 				allocated *= 4;		/* few copies of a large fleet */
 			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);
 		}
-		if (SPI_tuptable->tupdesc->natts != FC_COUNT)
-			elog(ERROR, "pg_sched: a fleet read has %d columns", SPI_tuptable->tupdesc->natts);
 		for (i = 0; i < SPI_processed; i++)
-		{
-			Datum		v[FC_COUNT];
-			bool		n[FC_COUNT];
-
-			heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, v, n);
-			decode_columns(v, n, &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0,
-						   keys_of, (flags & SCHED_FLEET_WORKERS_ONLY) == 0);
-		}
+			decode_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+						 &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0,
+						 keys_of, (flags & SCHED_FLEET_WORKERS_ONLY) == 0);
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
 	}
@@ -282,16 +282,8 @@ sched_fleet_merge(const SchedFleet *nodes, SchedFleet *capable, SchedFleetRefs *
 			SchedCandidate *c = &row->c;
 
 			/* the node's columns, as decode_node_columns reads them */
-			c->management_status = node->c.management_status;
+			sched_candidate_take_node(c, &node->c);
 			c->labels = node->c.labels;
-			c->cpu_millis = node->c.cpu_millis;
-			c->memory_mb = node->c.memory_mb;
-			c->gpus = node->c.gpus;
-			c->weight = node->c.weight;
-			c->reserved_cpu_millis = node->c.reserved_cpu_millis;
-			c->reserved_memory_mb = node->c.reserved_memory_mb;
-			c->reserved_gpus = node->c.reserved_gpus;
-			c->node_live_attempts = node->c.node_live_attempts;
 			row->node_tid = node->node_tid;
 			out->cands[out->count++] = c;
 		}

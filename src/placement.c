@@ -516,6 +516,20 @@ sched_candidate_set_node(SchedCandidate *c, const char *node_id)
 }
 
 void
+sched_candidate_take_node(SchedCandidate *c, const SchedCandidate *node)
+{
+	c->management_status = node->management_status;
+	c->cpu_millis = node->cpu_millis;
+	c->memory_mb = node->memory_mb;
+	c->gpus = node->gpus;
+	c->weight = node->weight;
+	c->reserved_cpu_millis = node->reserved_cpu_millis;
+	c->reserved_memory_mb = node->reserved_memory_mb;
+	c->reserved_gpus = node->reserved_gpus;
+	c->node_live_attempts = node->node_live_attempts;
+}
+
+void
 sched_ranked_set_node(SchedRanked *r, const char *node_id)
 {
 	r->node_id = node_id;
