@@ -311,7 +311,8 @@ say "pg_sched benchmark on $PGHOST:$PGPORT ($( [ "$QUICK" = 1 ] && echo QUICK si
 PG_VERSION=$(sql postgres -c "SELECT version()")
 SETTINGS=$(sql postgres -F ' = ' -c "SELECT name, current_setting(name) FROM pg_settings
     WHERE name IN ('shared_buffers', 'fsync', 'synchronous_commit', 'wal_level', 'max_connections',
-                   'work_mem', 'max_wal_size', 'checkpoint_timeout', 'jit', 'shared_preload_libraries')
+                   'work_mem', 'max_wal_size', 'checkpoint_timeout', 'jit', 'shared_preload_libraries',
+                   'sched.dispatch_concurrency', 'sched.dispatch_wait_max')
     ORDER BY name")
 EXT_VERSION=$(sql postgres -c "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_sched'")
 CPU_MODEL=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
@@ -390,7 +391,18 @@ if wants 2; then
                 plpgsql) script=w2_plpgsql.pgbench ;;
                 claim) script=w2_plain_claim.pgbench ;;
             esac
+            gate0=$(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out FROM sched._dispatch_gate()")
             pgb "w2_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T2" -D batch=$BATCH -D nodes="$FLEET" -f "$PGB_DIR/$script"
+            if [ "$impl" = pg ]; then
+                # the dispatch gate (src/dispatch_gate.c): the share of turns that waited,
+                # and that waited sched.dispatch_wait_max in vain
+                read -r e0 w0 t0 <<<"$gate0"
+                read -r e1 w1 t1 < <(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out FROM sched._dispatch_gate()")
+                if [ -n "$e0" ] && [ $((e1 - e0)) -gt 0 ]; then
+                    record "w2.gate_waited.c$c" "$(calc "($w1 - $w0) / ($e1 - $e0)")"
+                    record "w2.gate_timed_out.c$c" "$(calc "($t1 - $t0) / ($e1 - $e0)")"
+                fi
+            fi
             if [ "$impl" = claim ]; then
                 made=$(sql "$DB_DISPATCH" -c "SELECT count(*) FROM sched.request WHERE state = 'DISPATCHED'")
             else
@@ -863,6 +875,7 @@ if wants 2; then
     done
     r8=$(ratio "$pg" "$best"); r32=$(ratio "$(median w2.pg.c32)" "$best")
     note "Workload 2, clients: $(for c in $W2_CLIENTS; do printf '%s: %s/s, ' "$c" "$(fmt "$(median "w2.pg.c$c")")"; done | sed 's/, $//'); the best of 1, 2 and 4 is $(fmt "$best")/s ($bestc clients); 8 clients get ${r8}x of it, 32 get ${r32}x (target >= 0.9x each: $(yesno ge "$r8" 0.9), $(yesno ge "$r32" 0.9))."
+    note "Workload 2, the dispatch gate (sched.dispatch_concurrency: at most that many placement calls at once, the others wait their turn): share of calls that waited for a turn $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_waited.c$c")" 2)"; done | sed 's/, $//'); that waited sched.dispatch_wait_max in vain and ran over the limit $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_timed_out.c$c")" 3)"; done | sed 's/, $//')."
 fi
 if wants 8; then
     kp=$(median w8.plain); kk=$(median w8.keyed); rt=$(ratio "$kk" "$kp")
