@@ -1,7 +1,7 @@
 /*
  * dispatch_gate.c — at most sched.dispatch_concurrency placement calls (dispatch_next,
- * dispatch_attempt) of the cluster run at once; the others wait their turn, in the
- * order they came, before they read or lock anything.
+ * dispatch_attempt) of the cluster run at once; the others wait for a turn before they
+ * read or lock anything.
  *
  * Why: a placement call holds the requests it fetched, and the worker and node rows it
  * reserved on, until its transaction ends, and every other call walks past what it
@@ -20,15 +20,19 @@
  * a transaction that already has an xid or made an earlier placement call runs at once
  * without a turn (counted as bypassed).
  *
+ * Turns are not handed over: a call that leaves frees its turn and wakes the first
+ * waiter, and whoever finds a turn free takes it, the woken waiter or a call just
+ * arriving (which then goes first; the waiter sleeps on, still first in line).  A waiter
+ * that takes a turn wakes the next one if another turn is still free.  (Handing the turn
+ * to the first waiter, strictly first come first served, cost 8-20% of single
+ * placements at 32 sessions: every call then slept and was woken, and a turn stayed idle
+ * until its new holder got a core; side by side in bench/NOTES.md.)
+ *
  * Shared memory (only when preloaded): under one spinlock (held for a handful of
  * assignments or one shift of the queue; no error, no wait, no other lock inside), the
- * number of turns held, and the waiting backends in arrival order with, for each proc,
- * whether a turn was handed to it.  A call that leaves hands its turn to the first
- * waiter (who then holds it without the count changing) and sets its latch, unless more
- * turns are held than the leaver's limit (after waits that ran out): then the count
- * goes down instead.  A waiter that runs out of time, or is cancelled, takes itself off
- * the queue; one that was handed a turn meanwhile holds it (and leaves it as usual, or
- * hands it on if it was cancelled).
+ * number of turns held and the waiting backends' pgprocnos in arrival order.  Waiters
+ * sleep on their own latches; a waiter that runs out of time, is cancelled or exits
+ * takes itself off the queue (and passes a wake-up on if a turn is free).
  *
  * Turns are given back when the call ends, and also when the (sub)transaction that took
  * one aborts (an error inside the call: its internal subtransactions, deeper than the
@@ -60,23 +64,22 @@ int			sched_dispatch_wait_max_ms = 1000;
 typedef struct DispatchGate
 {
 	slock_t		mutex;
-	int			running;		/* turns held */
-	int			nwaiting;		/* queue[0 .. nwaiting - 1]: pgprocnos, first come first */
+	int			running;		/* turns held (more than the limit after waits that ran out) */
+	int			nwaiting;		/* queue[0 .. nwaiting - 1]: pgprocnos, in arrival order */
 	pg_atomic_uint64 entered;
 	pg_atomic_uint64 waited;
 	pg_atomic_uint64 timed_out;
 	pg_atomic_uint64 bypassed;
-	/* int queue[gate_procs()]; bool granted[gate_procs()] follow, by pgprocno */
+	/* int queue[gate_procs()] follows */
 } DispatchGate;
 
 static DispatchGate *gate = NULL;
 static int *gate_queue = NULL;
-static bool *gate_granted = NULL;
 
 /* this backend */
 static bool holding = false;	/* holds a turn */
 static int	holding_level = 0;	/* the transaction nesting level that took it */
-static bool queued = false;		/* is on the queue (or was handed a turn there) */
+static bool queued = false;		/* is on the queue */
 static bool xact_called = false;	/* this transaction made a placement call */
 static bool exit_registered = false;
 static int	auto_limit = 0;
@@ -91,21 +94,14 @@ gate_procs(void)
 Size
 sched_dispatch_gate_shmem_size(void)
 {
-	Size		size = MAXALIGN(sizeof(DispatchGate));
-
-	size = add_size(size, MAXALIGN(mul_size(sizeof(int), gate_procs())));
-	size = add_size(size, MAXALIGN(mul_size(sizeof(bool), gate_procs())));
-	return size;
+	return add_size(MAXALIGN(sizeof(DispatchGate)), mul_size(sizeof(int), gate_procs()));
 }
 
 void
 sched_dispatch_gate_shmem_attach(void *ptr, bool found)
 {
-	int			n = gate_procs();
-
 	gate = ptr;
 	gate_queue = (int *) ((char *) ptr + MAXALIGN(sizeof(DispatchGate)));
-	gate_granted = (bool *) ((char *) gate_queue + MAXALIGN(mul_size(sizeof(int), n)));
 	if (!found)
 	{
 		SpinLockInit(&gate->mutex);
@@ -115,7 +111,6 @@ sched_dispatch_gate_shmem_attach(void *ptr, bool found)
 		pg_atomic_init_u64(&gate->waited, 0);
 		pg_atomic_init_u64(&gate->timed_out, 0);
 		pg_atomic_init_u64(&gate->bypassed, 0);
-		memset(gate_granted, 0, sizeof(bool) * n);
 	}
 }
 
@@ -138,21 +133,11 @@ effective_limit(void)
 		: sched_dispatch_concurrency;
 }
 
-/* Gives this backend's turn back: to the first waiter, or to the count.  Spinlock held. */
-static void
-give_back_locked(int limit, int *wake)
+/* The first waiter, to wake when a turn is free under `limit` (else -1).  Spinlock held. */
+static int
+next_to_wake_locked(int limit)
 {
-	if (gate->nwaiting > 0 && gate->running <= Max(limit, 1))
-	{
-		int			procno = gate_queue[0];
-
-		gate->nwaiting--;
-		memmove(gate_queue, gate_queue + 1, sizeof(int) * gate->nwaiting);
-		gate_granted[procno] = true;
-		*wake = procno;
-	}
-	else
-		gate->running--;
+	return gate->nwaiting > 0 && gate->running < Max(limit, 1) ? gate_queue[0] : -1;
 }
 
 static void
@@ -162,18 +147,13 @@ wake(int procno)
 		SetLatch(&ProcGlobal->allProcs[procno].procLatch);
 }
 
-/* Takes this backend off the queue, if it is there; true if a turn was handed to it. */
-static bool
+/* Takes this backend off the queue.  Spinlock held. */
+static void
 withdraw_locked(void)
 {
 	int			me = MyProc->pgprocno;
 	int			i;
 
-	if (gate_granted[me])
-	{
-		gate_granted[me] = false;
-		return true;
-	}
 	for (i = 0; i < gate->nwaiting; i++)
 	{
 		if (gate_queue[i] == me)
@@ -183,22 +163,21 @@ withdraw_locked(void)
 			break;
 		}
 	}
-	return false;
 }
 
-/* A wait that ends by an error (a cancel, a timeout of the statement): off the queue, and a
- * turn handed over meanwhile goes to the next waiter. */
+/* A wait that ends by an error (a cancel, a timeout of the statement, the backend's exit):
+ * off the queue; a wake-up it may have had goes to the next waiter. */
 static void
 abandon_wait(void)
 {
-	int			procno = -1;
+	int			procno;
 
 	if (!queued)
 		return;
 	queued = false;
 	SpinLockAcquire(&gate->mutex);
-	if (withdraw_locked())
-		give_back_locked(effective_limit(), &procno);
+	withdraw_locked();
+	procno = next_to_wake_locked(effective_limit());
 	SpinLockRelease(&gate->mutex);
 	wake(procno);
 }
@@ -209,9 +188,8 @@ bool
 sched_dispatch_gate_enter(void)
 {
 	int			limit = effective_limit();
-	int			me;
 	TimestampTz deadline;
-	bool		granted = false;
+	bool		taken = false;
 
 	if (gate == NULL || limit <= 0 || holding || MyProc == NULL)
 		return false;
@@ -222,7 +200,6 @@ sched_dispatch_gate_enter(void)
 		return false;
 	}
 	xact_called = true;
-	me = MyProc->pgprocno;
 	if (!exit_registered)
 	{
 		/* a FATAL error while waiting leaves without unwinding the wait */
@@ -234,68 +211,59 @@ sched_dispatch_gate_enter(void)
 	if (gate->running < limit)
 	{
 		gate->running++;
-		granted = true;
+		taken = true;
 	}
 	else
 	{
-		gate_granted[me] = false;
-		gate_queue[gate->nwaiting++] = me;
+		gate_queue[gate->nwaiting++] = MyProc->pgprocno;
 		queued = true;
 	}
 	SpinLockRelease(&gate->mutex);
-	if (granted)
-	{
-		pg_atomic_fetch_add_u64(&gate->entered, 1);
-		holding = true;
-		holding_level = GetCurrentTransactionNestLevel();
-		return true;
-	}
 
-	pg_atomic_fetch_add_u64(&gate->waited, 1);
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), sched_dispatch_wait_max_ms);
-	PG_TRY();
+	if (!taken)
 	{
-		for (;;)
+		pg_atomic_fetch_add_u64(&gate->waited, 1);
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), sched_dispatch_wait_max_ms);
+		PG_TRY();
 		{
-			long		ms;
+			for (;;)
+			{
+				long		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+				int			next = -1;
+				bool		over = ms <= 0;
 
-			SpinLockAcquire(&gate->mutex);
-			granted = gate_granted[me];
-			if (granted)
-				gate_granted[me] = false;
-			SpinLockRelease(&gate->mutex);
-			if (granted)
-			{
-				queued = false;
-				break;
-			}
-			ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-			if (ms <= 0)
-			{
-				/* waited long enough: run over the limit, or with the turn handed over
-				 * at the last moment */
+				/* a free turn, or the wait is over: take one (over the limit, then), and
+				 * wake the next waiter if a turn is still free */
 				SpinLockAcquire(&gate->mutex);
-				granted = withdraw_locked();
-				if (!granted)
+				if (gate->running < limit || over)
+				{
+					withdraw_locked();
+					taken = gate->running < limit;
 					gate->running++;
+					next = next_to_wake_locked(limit);
+				}
 				SpinLockRelease(&gate->mutex);
-				queued = false;
-				if (!granted)
-					pg_atomic_fetch_add_u64(&gate->timed_out, 1);
-				break;
+				if (taken || over)
+				{
+					queued = false;
+					wake(next);
+					if (!taken)
+						pg_atomic_fetch_add_u64(&gate->timed_out, 1);
+					break;
+				}
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+								 PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
 			}
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
-							 PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
 		}
+		PG_CATCH();
+		{
+			abandon_wait();
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 	}
-	PG_CATCH();
-	{
-		abandon_wait();
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
 	pg_atomic_fetch_add_u64(&gate->entered, 1);
 	holding = true;
 	holding_level = GetCurrentTransactionNestLevel();
@@ -305,13 +273,14 @@ sched_dispatch_gate_enter(void)
 void
 sched_dispatch_gate_leave(void)
 {
-	int			procno = -1;
+	int			procno;
 
 	if (!holding || gate == NULL)
 		return;
 	holding = false;
 	SpinLockAcquire(&gate->mutex);
-	give_back_locked(effective_limit(), &procno);
+	gate->running--;
+	procno = next_to_wake_locked(effective_limit());
 	SpinLockRelease(&gate->mutex);
 	wake(procno);
 }

@@ -8,7 +8,8 @@
 #     places its request; nothing is left held;
 #   - a call whose transaction has an xid, or made a placement call before, does not
 #     wait (bypassed): it could hold what the running call waits for;
-#   - a waiter gets its turns in the order it came (two waiters, served first come first);
+#   - waiters are woken in the order they came (two waiters: the first runs first), and a
+#     waiter that takes a turn wakes the next one only when another turn is free;
 #   - a wait that reaches sched.dispatch_wait_max runs over the limit (timed_out) and
 #     gives its turn back when done;
 #   - pg_cancel_backend and pg_terminate_backend of a waiter take it off the queue, and
@@ -156,7 +157,7 @@ is(counter('entered'), $entered + 2, 'A\'s and B\'s turns were counted');
 ok(counter('waited') >= 1, 'B counted as waited');
 
 # ---------------------------------------------------------------------------------------
-# Two waiters are served in the order they came
+# Two waiters are woken in the order they came
 # ---------------------------------------------------------------------------------------
 my $r4 = submit();
 hold($r4);
