@@ -15,9 +15,6 @@ extern Size sched_dispatch_gate_shmem_size(void);
 extern void sched_dispatch_gate_shmem_attach(void *ptr, bool found);
 extern void sched_dispatch_gate_preload(void);
 
-/* The limit sched.dispatch_concurrency = -1 stands for: the CPUs online at load. */
-extern int	sched_dispatch_gate_auto_limit(void);
-
 /*
  * Called by a placement call (dispatch_next, dispatch_attempt) before it reads or locks
  * anything: takes a turn, waiting for one when the limit is reached, unless this

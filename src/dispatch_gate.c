@@ -114,8 +114,9 @@ sched_dispatch_gate_shmem_attach(void *ptr, bool found)
 	}
 }
 
-int
-sched_dispatch_gate_auto_limit(void)
+/* the limit sched.dispatch_concurrency = -1 stands for: the CPUs online */
+static int
+auto_limit_of_cpus(void)
 {
 	if (auto_limit == 0)
 	{
@@ -129,8 +130,7 @@ sched_dispatch_gate_auto_limit(void)
 static int
 effective_limit(void)
 {
-	return sched_dispatch_concurrency < 0 ? sched_dispatch_gate_auto_limit()
-		: sched_dispatch_concurrency;
+	return sched_dispatch_concurrency < 0 ? auto_limit_of_cpus() : sched_dispatch_concurrency;
 }
 
 /* The first waiter, to wake when a turn is free under `limit` (else -1).  Spinlock held. */
@@ -182,13 +182,66 @@ abandon_wait(void)
 	wake(procno);
 }
 
+/*
+ * Waits on the queue (this backend is on it) until a turn is free, and takes it; or, at
+ * sched.dispatch_wait_max, takes one over the limit.  An error (a cancel) takes this
+ * backend off the queue.
+ */
+static void
+wait_for_turn(int limit)
+{
+	TimestampTz deadline;
+
+	pg_atomic_fetch_add_u64(&gate->waited, 1);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), sched_dispatch_wait_max_ms);
+	PG_TRY();
+	{
+		for (;;)
+		{
+			long		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+			int			next = -1;
+			bool		over = ms <= 0;
+			bool		taken = false;
+
+			/* a free turn, or the wait is over: take one (over the limit, then), and
+			 * wake the next waiter if a turn is still free */
+			SpinLockAcquire(&gate->mutex);
+			if (gate->running < limit || over)
+			{
+				withdraw_locked();
+				taken = gate->running < limit;
+				gate->running++;
+				next = next_to_wake_locked(limit);
+			}
+			SpinLockRelease(&gate->mutex);
+			if (taken || over)
+			{
+				queued = false;
+				wake(next);
+				if (!taken)
+					pg_atomic_fetch_add_u64(&gate->timed_out, 1);
+				break;
+			}
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+							 PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		abandon_wait();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
 static void gate_exit(int code, Datum arg);
 
 bool
 sched_dispatch_gate_enter(void)
 {
 	int			limit = effective_limit();
-	TimestampTz deadline;
 	bool		taken = false;
 
 	if (gate == NULL || limit <= 0 || holding || MyProc == NULL)
@@ -221,49 +274,7 @@ sched_dispatch_gate_enter(void)
 	SpinLockRelease(&gate->mutex);
 
 	if (!taken)
-	{
-		pg_atomic_fetch_add_u64(&gate->waited, 1);
-		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), sched_dispatch_wait_max_ms);
-		PG_TRY();
-		{
-			for (;;)
-			{
-				long		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-				int			next = -1;
-				bool		over = ms <= 0;
-
-				/* a free turn, or the wait is over: take one (over the limit, then), and
-				 * wake the next waiter if a turn is still free */
-				SpinLockAcquire(&gate->mutex);
-				if (gate->running < limit || over)
-				{
-					withdraw_locked();
-					taken = gate->running < limit;
-					gate->running++;
-					next = next_to_wake_locked(limit);
-				}
-				SpinLockRelease(&gate->mutex);
-				if (taken || over)
-				{
-					queued = false;
-					wake(next);
-					if (!taken)
-						pg_atomic_fetch_add_u64(&gate->timed_out, 1);
-					break;
-				}
-				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
-								 PG_WAIT_EXTENSION);
-				ResetLatch(MyLatch);
-				CHECK_FOR_INTERRUPTS();
-			}
-		}
-		PG_CATCH();
-		{
-			abandon_wait();
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-	}
+		wait_for_turn(limit);
 	pg_atomic_fetch_add_u64(&gate->entered, 1);
 	holding = true;
 	holding_level = GetCurrentTransactionNestLevel();

@@ -2,8 +2,8 @@
  * settings.c — the sched.* settings (module.c defines them at load).
  *
  * The settings that bound what a caller gets (heartbeat and lease TTLs, backoffs,
- * starvation and aging) are PGC_SUSET: a session cannot raise them for itself; a
- * superuser sets them in postgresql.conf, per database or role with ALTER ... SET, or
+ * starvation and aging, preemption, the dispatch gate's limit and wait) are PGC_SUSET:
+ * a session cannot raise them for itself; a superuser sets them in postgresql.conf, per database or role with ALTER ... SET, or
  * lets a role set them with GRANT SET ON PARAMETER.  The switches that change only how
  * the caller's own work is done (sched.notify_workers, sched.fleet_mirror) stay
  * PGC_USERSET.  Durations are in seconds (GUC_UNIT_S: '2min' and '90s' are accepted).
