@@ -311,7 +311,8 @@ say "pg_sched benchmark on $PGHOST:$PGPORT ($( [ "$QUICK" = 1 ] && echo QUICK si
 PG_VERSION=$(sql postgres -c "SELECT version()")
 SETTINGS=$(sql postgres -F ' = ' -c "SELECT name, current_setting(name) FROM pg_settings
     WHERE name IN ('shared_buffers', 'fsync', 'synchronous_commit', 'wal_level', 'max_connections',
-                   'work_mem', 'max_wal_size', 'checkpoint_timeout', 'jit', 'shared_preload_libraries')
+                   'work_mem', 'max_wal_size', 'checkpoint_timeout', 'jit', 'shared_preload_libraries',
+                   'sched.dispatch_concurrency', 'sched.dispatch_wait_max')
     ORDER BY name")
 EXT_VERSION=$(sql postgres -c "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_sched'")
 CPU_MODEL=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
@@ -380,17 +381,32 @@ if wants 2; then
     say "W2: dispatch_next($BATCH) with $W2_CLIENTS clients; with 8 vs the batched write floor, PL/pgSQL, plain claim; $FLEET nodes, $QUEUE queued, ${T2} s runs"
     for r in $(seq 1 "$RUNS"); do
         line=""
-        for run in pg:8 floor_batch:8 plpgsql:8 claim:8 $(for c in $W2_CLIENTS; do [ "$c" != 8 ] && echo "pg:$c"; done); do
+        for run in pg:8 floor_batch:8 plpgsql:8 claim:8 $(for c in $W2_CLIENTS; do [ "$c" != 8 ] && echo "pg:$c"; done) \
+                   pg_nogate:8 pg_nogate:32; do
             impl=${run%%:*}
             c=${run#*:}
             settle "$DB_DISPATCH" reset noanalyze
+            opts=""
             case $impl in
                 pg) script=w2_dispatch_next.pgbench ;;
+                # the same without the dispatch gate (src/dispatch_gate.c), side by side
+                pg_nogate) script=w2_dispatch_next.pgbench; opts="-c sched.dispatch_concurrency=0" ;;
                 floor_batch) script=w2_write_floor_batch.pgbench ;;
                 plpgsql) script=w2_plpgsql.pgbench ;;
                 claim) script=w2_plain_claim.pgbench ;;
             esac
-            pgb "w2_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T2" -D batch=$BATCH -D nodes="$FLEET" -f "$PGB_DIR/$script"
+            gate0=$(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out FROM sched._dispatch_gate()")
+            PGOPTIONS="$opts" pgb "w2_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T2" -D batch=$BATCH -D nodes="$FLEET" -f "$PGB_DIR/$script"
+            if [ "$impl" = pg ]; then
+                # the dispatch gate (src/dispatch_gate.c): the share of turns that waited,
+                # and that waited sched.dispatch_wait_max in vain
+                read -r e0 w0 t0 <<<"$gate0"
+                read -r e1 w1 t1 < <(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out FROM sched._dispatch_gate()")
+                if [ -n "$e0" ] && [ $((e1 - e0)) -gt 0 ]; then
+                    record "w2.gate_waited.c$c" "$(calc "($w1 - $w0) / ($e1 - $e0)")"
+                    record "w2.gate_timed_out.c$c" "$(calc "($t1 - $t0) / ($e1 - $e0)")"
+                fi
+            fi
             if [ "$impl" = claim ]; then
                 made=$(sql "$DB_DISPATCH" -c "SELECT count(*) FROM sched.request WHERE state = 'DISPATCHED'")
             else
@@ -483,6 +499,9 @@ single() {
         next1) script=w1_dispatch_next1.pgbench ;;
         # what 0.1.0 did by default: a NOTIFY per dispatch (issue 13)
         pg_notify) script=w1_dispatch_attempt.pgbench; opts="-c sched.notify_workers=on" ;;
+        # the same without the dispatch gate (src/dispatch_gate.c), side by side
+        pg_nogate) script=w1_dispatch_attempt.pgbench; opts="-c sched.dispatch_concurrency=0" ;;
+        next1_nogate) script=w1_dispatch_next1.pgbench; opts="-c sched.dispatch_concurrency=0" ;;
         floor) script=w1_write_floor.pgbench ;;
         floor_notify) script=w1_write_floor_notify.pgbench ;;
         plpgsql) script=w1_plpgsql.pgbench ;;
@@ -509,6 +528,7 @@ if wants 1; then
     phase "workload 1"
     for c in $W1_ORDER; do
         impls="pg next1 floor"
+        [ "$c" != 1 ] && impls="$impls pg_nogate next1_nogate"
         if [ "$W1_EXTRA" = 1 ]; then
             [ "$c" != 1 ] && impls="$impls pg_notify floor_notify"
             [ "$c" = 8 ] && impls="$impls plpgsql"
@@ -830,6 +850,8 @@ if wants 1; then
         row 1 "dispatch_attempt, $cs, $FLEET nodes" "dispatches/s" "$(fmt "$pg")" "$base" "${rt}x floor" ">= 0.8x floor" "$(yesno ge "$rt" 0.8)"
         row 1 "dispatch_next(1), $cs, $FLEET nodes" "placements/s" "$(fmt "$nx")" "write floor (no NOTIFY) $(fmt "$fl")/s" "${rn}x floor" ">= 0.8x floor" "$(yesno ge "$rn" 0.8)"
         note "Workload 1, $cs: dispatch_attempt $(fmt "$pg")/s is ${rt}x the write floor without NOTIFY ($(fmt "$fl")/s), dispatch_next(1) $(fmt "$nx")/s is ${rn}x$( [ -n "$fn" ] && echo "; dispatch_attempt is $(ratio "$pg" "$fn")x the floor with NOTIFY ($(fmt "$fn")/s)")$( [ -n "$pn" ] && echo ", $(ratio "$pg" "$pn")x itself with sched.notify_workers on ($(fmt "$pn")/s)")$( [ -n "$pl" ] && echo " and $(ratio "$pg" "$pl")x PL/pgSQL ($(fmt "$pl")/s)"); target >= 0.8x the floor: dispatch_attempt $(yesno ge "$rt" 0.8), dispatch_next(1) $(yesno ge "$rn" 0.8). Fraction of calls that placed: dispatch_attempt $(fmt "$(median "w1.pg.c$c.placed_fraction")" 3), dispatch_next(1) $(fmt "$(median "w1.next1.c$c.placed_fraction")" 3), floor $(fmt "$(median "w1.floor.c$c.placed_fraction")" 3)."
+        png=$(median "w1.pg_nogate.c$c"); nxg=$(median "w1.next1_nogate.c$c")
+        [ -n "$png" ] && note "Workload 1, $cs, without the dispatch gate (sched.dispatch_concurrency = 0), side by side: dispatch_attempt $(fmt "$png")/s ($(ratio "$png" "$fl")x the floor; the gate's figure is $(ratio "$pg" "$png")x it), dispatch_next(1) $(fmt "$nxg")/s ($(ratio "$nxg" "$fl")x the floor; the gate's figure is $(ratio "$nx" "$nxg")x it)."
     done
 fi
 if wants 9; then
@@ -863,6 +885,8 @@ if wants 2; then
     done
     r8=$(ratio "$pg" "$best"); r32=$(ratio "$(median w2.pg.c32)" "$best")
     note "Workload 2, clients: $(for c in $W2_CLIENTS; do printf '%s: %s/s, ' "$c" "$(fmt "$(median "w2.pg.c$c")")"; done | sed 's/, $//'); the best of 1, 2 and 4 is $(fmt "$best")/s ($bestc clients); 8 clients get ${r8}x of it, 32 get ${r32}x (target >= 0.9x each: $(yesno ge "$r8" 0.9), $(yesno ge "$r32" 0.9))."
+    note "Workload 2, without the dispatch gate (sched.dispatch_concurrency = 0), side by side: 8 clients $(fmt "$(median w2.pg_nogate.c8)")/s (the gate's figure is $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nogate.c8)")x it), 32 clients $(fmt "$(median w2.pg_nogate.c32)")/s ($(ratio "$(median w2.pg.c32)" "$(median w2.pg_nogate.c32)")x)."
+    note "Workload 2, the dispatch gate (sched.dispatch_concurrency: at most that many placement calls at once, the others wait their turn): share of calls that waited for a turn $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_waited.c$c")" 2)"; done | sed 's/, $//'); that waited sched.dispatch_wait_max in vain and ran over the limit $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_timed_out.c$c")" 3)"; done | sed 's/, $//')."
 fi
 if wants 8; then
     kp=$(median w8.plain); kk=$(median w8.keyed); rt=$(ratio "$kk" "$kp")
@@ -1025,6 +1049,9 @@ fi
     echo "  queue, dispatch_next(1) from its head, so none finds its request taken. Workload 9 measures the same at 1 client"
     echo "  after the fleet grew, right after workload 1's 1-client runs; cost per call = 1 / placements per second."
     echo "  Workloads 2 and 8 reset the database (everything pending, nothing reserved) before every run."
+    echo "- The dispatch gate (src/dispatch_gate.c) is on, as by default: at most sched.dispatch_concurrency placement calls"
+    echo "  (-1: the server's CPUs) run at once. With 8 and 32 clients, workloads 1 and 2 also run pg_sched with"
+    echo "  sched.dispatch_concurrency = 0 (no gate) in the same rounds, for the figures side by side."
     echo "- Workload 7: both systems in each run, one after the other, each for ${T7} s: $E2E_SCHEDULERS submitting clients and"
     echo "  $E2E_WORKERS worker clients at once (two pgbench processes); a submitting client submits (inserts) $BATCH while"
     echo "  fewer than $E2E_BACKLOG tasks are open (pending or live; jobs: ready), so the run stays in a steady state;"

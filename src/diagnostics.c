@@ -14,6 +14,7 @@
 
 #include "fleet_mirror.h"
 #include "counters.h"
+#include "dispatch_gate.h"
 #include "queue_bound.h"
 #include "queue_held.h"
 #include "validate.h"
@@ -665,6 +666,33 @@ sched_queue_fetch_stats(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum(passed_over);
 	values[2] = Int64GetDatum(found);
 	values[3] = Int64GetDatum(used);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+/* sched._dispatch_gate() → (concurrency, running, waiting, entered, waited, timed_out,
+ * bypassed): the dispatch gate now and since the server started (dispatch_gate.c); all
+ * NULL without preloading. */
+PG_FUNCTION_INFO_V1(sched_dispatch_gate);
+
+Datum
+sched_dispatch_gate(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[7];
+	bool		nulls[7];
+	SchedGateStats st;
+	bool		preloaded = sched_dispatch_gate_get_stats(&st);
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "pg_sched: _dispatch_gate must return a record");
+	memset(nulls, !preloaded, sizeof(nulls));
+	values[0] = Int32GetDatum(st.limit);
+	values[1] = Int32GetDatum(st.running);
+	values[2] = Int32GetDatum(st.waiting);
+	values[3] = Int64GetDatum(st.entered);
+	values[4] = Int64GetDatum(st.waited);
+	values[5] = Int64GetDatum(st.timed_out);
+	values[6] = Int64GetDatum(st.bypassed);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 

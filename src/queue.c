@@ -44,6 +44,7 @@
 #include "privileges.h"
 #include "batch.h"
 #include "counters.h"
+#include "dispatch_gate.h"
 #include "validate.h"
 #include "spi_util.h"
 #include "settings.h"
@@ -1015,12 +1016,14 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 	MemoryContext per_request;
 	MemoryContext outer;
 	SchedBatch *cache;
+	bool		turn;
 
 	sched_check_not_null(fcinfo, 3, "at");
 	sched_check_time(PG_GETARG_TIMESTAMPTZ(3), "at");
 	at = PG_GETARG_TIMESTAMPTZ(3);
 	sched_check_at_not_future(at, "at");	/* it starts the leases of what is placed */
 	PreventCommandIfReadOnly("dispatch_next");	/* a standby, or a read-only transaction */
+	turn = sched_dispatch_gate_enter();	/* before anything is read or locked */
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -1128,6 +1131,8 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 	}
 	sched_batch_flush(cache);
 	SPI_finish();
+	if (turn)
+		sched_dispatch_gate_leave();
 	return (Datum) 0;
 }
 

@@ -61,6 +61,7 @@
 #include "preemption.h"
 #include "privileges.h"
 #include "counters.h"
+#include "dispatch_gate.h"
 #include "batch.h"
 #include "fleet_mirror.h"
 #include "inflight.h"
@@ -1246,6 +1247,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 	pg_uuid_t	claim;
 	HeapTuple	tuple;
 	Datum		result;
+	bool		turn;
 
 	sched_check_not_null(fcinfo, 0, "request_id");
 	sched_check_not_null(fcinfo, 2, "at");
@@ -1257,6 +1259,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 		elog(ERROR, "pg_sched: dispatch_attempt must return a composite type");
 	tupdesc = BlessTupleDesc(tupdesc);
 	PreventCommandIfReadOnly("dispatch_attempt");	/* a standby, or a read-only transaction */
+	turn = sched_dispatch_gate_enter();	/* before anything is read or locked */
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
@@ -1271,5 +1274,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 	tuple = heap_form_tuple(tupdesc, values, nulls);
 	result = SPI_datumTransfer(HeapTupleGetDatum(tuple), false, -1);
 	SPI_finish();
+	if (turn)
+		sched_dispatch_gate_leave();
 	PG_RETURN_DATUM(result);
 }

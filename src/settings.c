@@ -2,8 +2,8 @@
  * settings.c — the sched.* settings (module.c defines them at load).
  *
  * The settings that bound what a caller gets (heartbeat and lease TTLs, backoffs,
- * starvation and aging) are PGC_SUSET: a session cannot raise them for itself; a
- * superuser sets them in postgresql.conf, per database or role with ALTER ... SET, or
+ * starvation and aging, preemption, the dispatch gate's limit and wait) are PGC_SUSET:
+ * a session cannot raise them for itself; a superuser sets them in postgresql.conf, per database or role with ALTER ... SET, or
  * lets a role set them with GRANT SET ON PARAMETER.  The switches that change only how
  * the caller's own work is done (sched.notify_workers, sched.fleet_mirror) stay
  * PGC_USERSET.  Durations are in seconds (GUC_UNIT_S: '2min' and '90s' are accepted).
@@ -14,6 +14,7 @@
 
 #include "settings.h"
 #include "fleet_mirror.h"
+#include "dispatch_gate.h"
 
 #include "miscadmin.h"
 #include "utils/guc.h"
@@ -95,6 +96,17 @@ sched_define_settings(void)
 							 "Needs pg_sched in shared_preload_libraries; off reads every worker of the capability at every call.",
 							 &sched_fleet_mirror, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.dispatch_concurrency",
+							"Placement calls (dispatch_next, dispatch_attempt) of the cluster that run at once; the others wait their turn.",
+							"-1: as many as the server's CPUs; 0: no limit.  A call waits only while its transaction holds no row "
+							"or step lock, and at most sched.dispatch_wait_max.  Needs pg_sched in shared_preload_libraries.",
+							&sched_dispatch_concurrency, -1, -1, 10000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.dispatch_wait_max",
+							"Longest wait of a placement call for its turn; after it the call runs over sched.dispatch_concurrency.",
+							NULL,
+							&sched_dispatch_wait_max_ms, 1000, 0, 3600 * 1000,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	/* PGC_POSTMASTER settings can only be defined while preloading (else FATAL) */
 	if (process_shared_preload_libraries_in_progress)
 		DefineCustomIntVariable("sched.fleet_change_log_size",

@@ -19,7 +19,9 @@
  *     its backend, each under its own spinlock, held for one append, one truncation or
  *     a copy of the slot;
  *   - where each tenant's queue begins (queue_bound.c): slots chosen by a hash of the
- *     tenant, each under its own spinlock, held for a compare and a copy.
+ *     tenant, each under its own spinlock, held for a compare and a copy;
+ *   - the dispatch gate (dispatch_gate.c): one spinlock, held for a few assignments or
+ *     one shift of its queue of waiters (never while waiting: they sleep on their latches).
  * No code holds two of these locks at once, waits or raises an error while holding one,
  * or holds one across a call into another module.  AddinShmemInitLock is held only here,
  * while the parts are created or attached at startup.
@@ -32,6 +34,7 @@
 #include "storage/shmem.h"
 
 #include "counters.h"
+#include "dispatch_gate.h"
 #include "fleet_mirror.h"
 #include "inflight.h"
 #include "limit_claims.h"
@@ -55,6 +58,7 @@ static const SchedShmemPart parts[] = {
 	{"pg_sched worker wake-ups", sched_wakeup_shmem_size, sched_wakeup_shmem_attach},
 	{"pg_sched requests held", sched_queue_held_shmem_size, sched_queue_held_shmem_attach},
 	{"pg_sched queue bounds", sched_queue_bound_shmem_size, sched_queue_bound_shmem_attach},
+	{"pg_sched dispatch gate", sched_dispatch_gate_shmem_size, sched_dispatch_gate_shmem_attach},
 };
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -100,4 +104,5 @@ sched_shmem_preload(void)
 	sched_limit_claims_preload();
 	sched_wakeup_preload();
 	sched_queue_held_preload();
+	sched_dispatch_gate_preload();
 }

@@ -138,6 +138,20 @@ AS 'MODULE_PATHNAME', 'sched_dispatch_counters'
 LANGUAGE C VOLATILE;
 
 
+/* The dispatch gate (dispatch_gate.c): the limit in force for this session
+ * (sched.dispatch_concurrency; 0: none, NULL without preloading), the turns held and the
+ * calls waiting for one now, and cluster-wide since the server started the calls that
+ * took a turn, those of them that waited for it, those that waited sched.dispatch_wait_max
+ * in vain and ran over the limit, and those let through without a turn (their transaction
+ * held an xid or had made a placement call).  Internal: the owner's only. */
+CREATE OR REPLACE FUNCTION sched._dispatch_gate(OUT concurrency int, OUT running int, OUT waiting int,
+                                                OUT entered bigint, OUT waited bigint,
+                                                OUT timed_out bigint, OUT bypassed bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'sched_dispatch_gate'
+LANGUAGE C VOLATILE;
+
+
 /* The filter of dispatch_next's queue fetch (queue_held.c): whether another running
  * transaction held the request locked when the fetch began, so that the fetch passes over
  * it without trying its row lock.  False outside a fetch.  Internal: the owner's only. */

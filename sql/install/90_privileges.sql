@@ -100,6 +100,15 @@ ALTER FUNCTION sched.pending_explanation(text, text, jsonb, int, bigint, int, in
 ALTER FUNCTION sched._request_shape(text, text, jsonb, int, bigint, int, int, bigint, int, text)
     RESET search_path;
 ALTER FUNCTION sched._queue_key(int, timestamptz) RESET search_path;
+-- And the three called once per row by dispatch and by the end of an attempt: the queue
+-- fetch's filter (for every queue entry it walks, most of them the requests concurrent
+-- dispatches hold: with 32 dispatchers the GUC nest levels were 8% of the CPU) and the
+-- row triggers on sched.node, sched.worker (each reservation and release) and
+-- sched.request.  All are C that runs no SQL and resolves no name (a trigger reads its
+-- columns through the trigger's own relation).
+ALTER FUNCTION sched._request_held_elsewhere(bigint) RESET search_path;
+ALTER FUNCTION sched._fleet_changed() RESET search_path;
+ALTER FUNCTION sched._request_queued() RESET search_path;
 -- And sched.pending(at), a SQL function whose body was parsed when it was created (BEGIN
 -- ATOMIC: no name in it is looked up at a call), so that the planner inlines it into its
 -- caller's query (a proconfig forbids that, and the function would return all its rows

@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(96);
+SELECT plan(97);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -158,7 +158,10 @@ SELECT is_empty($$
        AND p.oid <> 'sched._request_shape(text,text,jsonb,int,bigint,int,int,bigint,int,text)'::regprocedure
        AND p.oid <> 'sched._queue_key(int,timestamptz)'::regprocedure
        AND p.oid <> 'sched.pending(timestamptz)'::regprocedure
-$$, 'every function of schema sched but pending_explanation, submit, _request_shape, _queue_key and pending(at) has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+       AND p.oid <> 'sched._request_held_elsewhere(bigint)'::regprocedure
+       AND p.oid <> 'sched._fleet_changed()'::regprocedure
+       AND p.oid <> 'sched._request_queued()'::regprocedure
+$$, 'every function of schema sched but pending_explanation, submit, _request_shape, _queue_key, pending(at), _request_held_elsewhere, _fleet_changed and _request_queued has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.oid = 'sched.pending(timestamptz)'::regprocedure
@@ -179,6 +182,14 @@ SELECT is_empty($$
        AND (p.proconfig IS NOT NULL OR p.prolang <> (SELECT oid FROM pg_language WHERE lanname = 'c')
             OR p.prosecdef OR p.provolatile = 'v')
 $$, '_request_shape and _queue_key, computed for every request row, are C without proconfig (they run no SQL and resolve no name), not SECURITY DEFINER, not volatile');
+SELECT is_empty($$
+    SELECT p.oid::regprocedure::text FROM pg_proc p
+     WHERE p.oid IN ('sched._request_held_elsewhere(bigint)'::regprocedure,
+                     'sched._fleet_changed()'::regprocedure,
+                     'sched._request_queued()'::regprocedure)
+       AND (p.proconfig IS NOT NULL OR p.prolang <> (SELECT oid FROM pg_language WHERE lanname = 'c')
+            OR p.prosecdef)
+$$, '_request_held_elsewhere (per queue entry a fetch walks) and the row triggers _fleet_changed and _request_queued are C without proconfig (they run no SQL and resolve no name), not SECURITY DEFINER');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace AND p.prosecdef

@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(984);
+SELECT plan(989);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -229,6 +229,7 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched._check_nonnegative(bigint,text)', NULL, $$SELECT sched._check_nonnegative(1::bigint, 'x')$$, NULL),
   ('sched._check_one_of(text,text,text[])', NULL, $$SELECT sched._check_one_of('a', 'x', ARRAY['a'])$$, NULL),
   ('sched._dispatch_counters()', NULL, $$SELECT * FROM sched._dispatch_counters()$$, NULL),
+  ('sched._dispatch_gate()', NULL, $$SELECT * FROM sched._dispatch_gate()$$, NULL),
   ('sched._fleet_changed()', NULL, $$SELECT sched._fleet_changed()$$, NULL),
   ('sched._fleet_mirror_check(text)', NULL, $$SELECT * FROM sched._fleet_mirror_check('m-cap')$$, NULL),
   ('sched._fleet_mirror_stats()', NULL, $$SELECT * FROM sched._fleet_mirror_stats()$$, NULL),
