@@ -38,8 +38,11 @@ $node->start;
 $node->safe_psql(
 	'postgres', q{
 CREATE EXTENSION pg_sched;
-SELECT sched.upsert_node('node-a', cpu_millis => 64000, memory_mb => 65536);
-SELECT sched.register_worker('node-a', 'cap', ARRAY['v1'], 64);
+-- four nodes: a turn is given back when the call returns, before its transaction
+-- commits, so the next call may find the pair the last one reserved still locked and
+-- place on another (with one node it would report contention)
+SELECT sched.upsert_node('node-' || i, cpu_millis => 64000, memory_mb => 65536) FROM generate_series(1, 4) i;
+SELECT sched.register_worker('node-' || i, 'cap', ARRAY['v1'], 64) FROM generate_series(1, 4) i;
 });
 
 my $holder = $node->background_psql('postgres');    # holds request rows in an open transaction
@@ -165,17 +168,21 @@ start($a, "SELECT outcome FROM sched.dispatch_attempt($r4)");
 ok(waits_for_lock($pid_a), 'A holds the turn again');
 my $r5 = submit();
 my $r6 = submit();
-start($b, "SELECT outcome || ' ' || clock_timestamp() FROM sched.dispatch_attempt($r5)");
+start($b, "SELECT outcome FROM sched.dispatch_attempt($r5)");
 ok(waits_at_gate($pid_b), 'B waits');
-start($c, "SELECT outcome || ' ' || clock_timestamp() FROM sched.dispatch_attempt($r6)");
+start($c, "SELECT outcome FROM sched.dispatch_attempt($r6)");
 ok(waits_at_gate($pid_c), 'C waits after B');
 is(gate(), '1 2', 'two waiting');
 $holder->query_safe('COMMIT');
 finish($a);
-my ($ob, $tb) = split / /, finish($b), 2;
-my ($oc, $tc) = split / /, finish($c), 2;
+my $ob = finish($b);
+my $oc = finish($c);
 is("$ob $oc", 'DISPATCHED DISPATCHED', 'both placed');
-ok($tb lt $tc, 'B (first to wait) ran before C');
+# the START command is written inside the call, so its id (a sequence) orders the turns
+is($node->safe_psql('postgres',
+		"SELECT (SELECT command_id FROM sched.command WHERE request_id = $r5)"
+		  . " < (SELECT command_id FROM sched.command WHERE request_id = $r6)"),
+	't', 'B (first to wait) placed before C');
 is(gate(), '0 0', 'nothing held or waiting');
 
 # ---------------------------------------------------------------------------------------
@@ -251,6 +258,18 @@ is($b->query_safe('SELECT concurrency FROM sched._dispatch_gate()'), '0', 'the l
 $holder->query_safe('COMMIT');
 finish($a);
 is(gate(), '0 0', 'nothing held');
+
+# values out of range are refused, naming the setting (22023)
+foreach my $bad ("sched.dispatch_concurrency = -2", "sched.dispatch_concurrency = 10001",
+	"sched.dispatch_wait_max = '-1ms'", "sched.dispatch_wait_max = '2h'")
+{
+	my ($o, $e) = ('', '');
+	my ($name) = $bad =~ /^(\S+)/;
+	$node->psql('postgres', "SET $bad;\n\\echo :LAST_ERROR_SQLSTATE",
+		stdout => \$o, stderr => \$e, on_error_stop => 0);
+	is($o, '22023', "SET $bad: 22023");
+	like($e, qr/\Q$name\E/, "... naming $name");
+}
 
 # a role other than a superuser cannot change the limit (it bounds what a caller gets)
 $node->safe_psql('postgres', 'CREATE ROLE gate_app LOGIN; GRANT sched_scheduler TO gate_app');
