@@ -24,7 +24,7 @@ OBJS       = $(patsubst %.c,%.o,$(wildcard src/*.c))
 # scratch).  Released install scripts are files of their own.
 INSTALL_PIECES = $(sort $(wildcard sql/install/*.sql))
 UPGRADE_PIECES = sql/upgrade/0.1.0--$(EXTVERSION).sql \
-                 $(addprefix sql/install/,01_checks.sql 05_who_may.sql 15_fleet_api.sql 25_work_api.sql \
+                 $(addprefix sql/install/,01_checks.sql 05_who_may.sql 15_fleet_api.sql 21_row_checks.sql 25_work_api.sql \
                                           30_dispatch.sql 50_diagnostics.sql 90_privileges.sql)
 DATA_built     = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql
 DATA           = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*.sql))

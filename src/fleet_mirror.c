@@ -548,11 +548,11 @@ index_rows(MirrorCap *cap)
 	}
 }
 
-/* Row index of node_id in cap, or -1. */
+/* Row index of node_id (whose sched_node_hash is hash) in cap, or -1. */
 static int
-find_row(MirrorCap *cap, const char *node_id)
+find_row_hashed(MirrorCap *cap, const char *node_id, uint32 hash)
 {
-	uint32		h = sched_node_hash(node_id) & (cap->nslots - 1);
+	uint32		h = hash & (cap->nslots - 1);
 
 	while (cap->slots[h] >= 0)
 	{
@@ -561,6 +561,13 @@ find_row(MirrorCap *cap, const char *node_id)
 		h = (h + 1) & (cap->nslots - 1);
 	}
 	return -1;
+}
+
+/* Row index of node_id in cap, or -1. */
+static int
+find_row(MirrorCap *cap, const char *node_id)
+{
+	return find_row_hashed(cap, node_id, sched_node_hash(node_id));
 }
 
 /* The mirror's capability `capability`, or NULL. */
@@ -801,20 +808,6 @@ pending_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
 }
 
-/* orders pointers to entries (the entries themselves are large to move: ~80 bytes, and
- * a mirror 31 sessions behind sorts thousands at each refresh) */
-static int
-patch_cmp(const void *a, const void *b)
-{
-	const PendingChange *x = *(PendingChange *const *) a;
-	const PendingChange *y = *(PendingChange *const *) b;
-	int			c = change_row_cmp(x, y);
-
-	if (c != 0)
-		return c;
-	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
-}
-
 static int
 cstring_cmp(const void *a, const void *b)
 {
@@ -959,17 +952,44 @@ new_version_of(Relation rel, BlockNumber nblocks, const PendingChange *c, ItemPo
 	return ok && !ItemPointerEquals(out, &old_tid) && ItemPointerGetBlockNumber(out) < nblocks;
 }
 
+/* The counters entries of one row (a node's, or one worker's), as patch_counters
+ * gathers them. */
+typedef struct PatchGroup
+{
+	const PendingChange *first;	/* an entry of the row: its key */
+	const PendingChange *last;	/* its committed entry with the highest seq, or NULL */
+	bool		own;			/* one of its entries is own */
+} PatchGroup;
+
+/* A hash of the row change c changes, consistent with change_row_cmp. */
+static uint32
+change_row_hash(const PendingChange *c)
+{
+	uint32		h = hash_combine(c->node_hash, (uint32) c->kind);
+
+	if (c->kind == CHANGE_WORKER_COUNTERS)
+		h = hash_combine(h, hash_bytes((const unsigned char *) &c->worker_id,
+									   sizeof(pg_uuid_t)));
+	return h;
+}
+
 /*
  * Patches the mirror from counters entries `cands` of transactions settled in S, for
  * nodes not in `reread` (sorted; those are re-read whole).  For each row changed, the
  * entry of its last committed (sub)transaction names the version S sees: the row's
- * writers are ordered by its lock, a writer after that one is not settled in S (it
- * started writing after the settled one ended), and aborted writers changed nothing.
- * The rows of that version's node (or worker) get the entry's counters and the
- * version's tid; the other columns are those the mirror has, which counters entries do
- * not change.  When none committed, the mirror's row stands, unless it was read by the
- * transaction that wrote (own: it may hold a rolled back write).  Nodes whose version
- * cannot be read this way are returned in *fallback (to re-read).
+ * writers are ordered by its lock, and each appends its entry while it holds that lock
+ * (a BEFORE ROW trigger), so the row's entries are in the order of its writes; a writer
+ * after the last committed one is not settled in S (it started writing after the
+ * settled one ended), and aborted writers changed nothing.  The rows of that version's
+ * node (or worker) get the entry's counters and the version's tid; the other columns
+ * are those the mirror has, which counters entries do not change.  When none committed,
+ * the mirror's row stands, unless it was read by the transaction that wrote (own: it may
+ * hold a rolled back write).  Nodes whose version cannot be read this way are returned
+ * in *fallback (to re-read).
+ *
+ * The entries are gathered by row in a hash table, newest first, so that a row's
+ * commit lookups stop at its last committed entry: a mirror 31 sessions behind takes
+ * thousands of entries at a refresh (sorting them by row cost 7% of such a call).
  */
 static void
 patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
@@ -977,48 +997,70 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 {
 	Relation	rels[2] = {NULL, NULL};	/* node, worker */
 	BlockNumber nblocks[2] = {0, 0};
-	PendingChange **order;		/* cands by row, then seq */
+	PatchGroup *groups;
+	int			ngroups = 0;
+	int		   *slots;
+	int			nslots = 16;
 	int			i,
-				j,
 				k,
 				w;
 
 	*fallback = palloc(sizeof(char *) * ncand);
 	*nfallback = 0;
-	order = palloc(sizeof(PendingChange *) * Max(ncand, 1));
-	for (i = 0; i < ncand; i++)
-		order[i] = &cands[i];
-	qsort(order, ncand, sizeof(PendingChange *), patch_cmp);
-	for (i = 0; i < ncand; i = j)
+	while (nslots < 2 * ncand)
+		nslots *= 2;
+	slots = palloc(sizeof(int) * nslots);
+	memset(slots, -1, sizeof(int) * nslots);
+	groups = palloc(sizeof(PatchGroup) * Max(ncand, 1));
+	/* newest first (the ring's entries are in seq order; those that were pending, older,
+	 * follow them in any order: the seq test below holds for any order) */
+	for (i = ncand - 1; i >= 0; i--)
 	{
-		const PendingChange *last = NULL;
-		const char *node_id = order[i]->node_id;
-		bool		of_node = order[i]->kind == CHANGE_NODE_COUNTERS;
-		bool		own = false;
+		const PendingChange *c = &cands[i];
+		uint32		h = change_row_hash(c) & (nslots - 1);
+		PatchGroup *g;
+
+		while (slots[h] >= 0 && change_row_cmp(groups[slots[h]].first, c) != 0)
+			h = (h + 1) & (nslots - 1);
+		if (slots[h] < 0)
+		{
+			slots[h] = ngroups;
+			g = &groups[ngroups++];
+			g->first = c;
+			g->last = NULL;
+			g->own = false;
+		}
+		else
+			g = &groups[slots[h]];
+		g->own |= c->own;
+		if ((g->last == NULL || g->last->seq < c->seq) && TransactionIdDidCommit(c->subxid))
+			g->last = c;
+	}
+	for (i = 0; i < ngroups; i++)
+	{
+		const PatchGroup *g = &groups[i];
+		const PendingChange *last = g->last;
+		const char *node_id = g->first->node_id;
+		bool		of_node = g->first->kind == CHANGE_NODE_COUNTERS;
 		int			rows[64];
 		int			caps[64];
 		int			nrows = 0;
 		ItemPointerData tid;
 
-		for (j = i; j < ncand && change_row_cmp(order[i], order[j]) == 0; j++)
-		{
-			own |= order[j]->own;
-			if (TransactionIdDidCommit(order[j]->subxid))
-				last = order[j];
-		}
-		if (bsearch(&node_id, reread, nreread, sizeof(char *), cstring_cmp) != NULL)
+		if (nreread > 0 &&
+			bsearch(&node_id, reread, nreread, sizeof(char *), cstring_cmp) != NULL)
 			continue;
 		if (last == NULL)
 		{
 			/* nothing committed: the version before them is unchanged, unless the
 			 * mirror read one of our own that rolled back */
-			if (own)
+			if (g->own)
 				(*fallback)[(*nfallback)++] = pstrdup(node_id);
 			continue;
 		}
 		for (k = 0; k < M.ncaps && nrows < lengthof(rows); k++)
 		{
-			int			r = find_row(&M.caps[k], node_id);
+			int			r = find_row_hashed(&M.caps[k], node_id, g->first->node_hash);
 
 			if (r < 0 || (!of_node &&
 						  memcmp(&M.caps[k].fleet.rows[r].worker_id, &last->worker_id,
@@ -1064,7 +1106,8 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 	for (w = 0; w < 2; w++)
 		if (rels[w] != NULL)
 			table_close(rels[w], AccessShareLock);
-	pfree(order);
+	pfree(groups);
+	pfree(slots);
 }
 
 /* Appends change c to a list of this refresh (copy: its node_id copied too). */

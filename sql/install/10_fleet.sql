@@ -8,16 +8,12 @@
 -- ---------------------------------------------------------------------------------
 
 CREATE TABLE sched.node (
-    node_id             text COLLATE "C" PRIMARY KEY
-                        CONSTRAINT node_id_not_empty CHECK (node_id <> ''),
-    management_status   text NOT NULL DEFAULT 'ACTIVE'
-                        CONSTRAINT node_management_status_valid
-                        CHECK (management_status IN ('ACTIVE', 'DRAINING', 'DISABLED')),
-    labels              jsonb NOT NULL DEFAULT '{}'
-                        CONSTRAINT node_labels_object CHECK (jsonb_typeof(labels) = 'object'),
-    cpu_millis          int NOT NULL DEFAULT 0 CONSTRAINT node_cpu_nonnegative CHECK (cpu_millis >= 0),
-    memory_mb           bigint NOT NULL DEFAULT 0 CONSTRAINT node_memory_nonnegative CHECK (memory_mb >= 0),
-    gpus                int NOT NULL DEFAULT 0 CONSTRAINT node_gpus_nonnegative CHECK (gpus >= 0),
+    node_id             text COLLATE "C" PRIMARY KEY,
+    management_status   text NOT NULL DEFAULT 'ACTIVE',
+    labels              jsonb NOT NULL DEFAULT '{}',
+    cpu_millis          int NOT NULL DEFAULT 0,
+    memory_mb           bigint NOT NULL DEFAULT 0,
+    gpus                int NOT NULL DEFAULT 0,
     weight              int NOT NULL DEFAULT 100,
     -- live reservations: sums over the node's DISPATCHED and RUNNING attempts
     reserved_cpu_millis int NOT NULL DEFAULT 0,
@@ -25,14 +21,7 @@ CREATE TABLE sched.node (
     reserved_gpus       int NOT NULL DEFAULT 0,
     live_attempts       int NOT NULL DEFAULT 0,
     created_at          timestamptz NOT NULL DEFAULT now(),
-    updated_at          timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT node_cpu_reserved_within_capacity
-        CHECK (reserved_cpu_millis BETWEEN 0 AND cpu_millis),
-    CONSTRAINT node_memory_reserved_within_capacity
-        CHECK (reserved_memory_mb BETWEEN 0 AND memory_mb),
-    CONSTRAINT node_gpus_reserved_within_capacity
-        CHECK (reserved_gpus BETWEEN 0 AND gpus),
-    CONSTRAINT node_live_attempts_nonnegative CHECK (live_attempts >= 0)
+    updated_at          timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE sched.node IS 'Worker nodes: static capacity, trusted labels, weight, and live reservations.';
 
@@ -41,16 +30,11 @@ CREATE TABLE sched.worker (
     -- a node of sched.node (register_worker checks it; no foreign key, so that
     -- pg_restore -j may load the two tables in either order, as for every other table)
     node_id             text COLLATE "C" NOT NULL,
-    capability          text NOT NULL CONSTRAINT worker_capability_not_empty CHECK (capability <> ''),
-    capability_versions text[] NOT NULL
-                        CONSTRAINT worker_versions_not_empty CHECK (cardinality(capability_versions) > 0),
-    runtime_state       text NOT NULL DEFAULT 'READY'
-                        CONSTRAINT worker_runtime_state_valid
-                        CHECK (runtime_state IN ('STARTING', 'READY', 'DRAINING', 'STOPPED')),
-    scheduling_status   text NOT NULL DEFAULT 'ELIGIBLE'
-                        CONSTRAINT worker_scheduling_status_valid
-                        CHECK (scheduling_status IN ('ELIGIBLE', 'CORDONED')),
-    slots               int NOT NULL CONSTRAINT worker_slots_nonnegative CHECK (slots >= 0),
+    capability          text NOT NULL,
+    capability_versions text[] NOT NULL,
+    runtime_state       text NOT NULL DEFAULT 'READY',
+    scheduling_status   text NOT NULL DEFAULT 'ELIGIBLE',
+    slots               int NOT NULL,
     live_attempts       int NOT NULL DEFAULT 0,
     last_heartbeat      timestamptz,
     generation          bigint NOT NULL DEFAULT 1,
@@ -59,8 +43,7 @@ CREATE TABLE sched.worker (
     -- its members and sched_admin act for the worker.  NULL: registered before 0.2.0,
     -- owned by no role until it registers again.
     registered_by       regrole,
-    CONSTRAINT worker_one_per_node_and_capability UNIQUE (node_id, capability),
-    CONSTRAINT worker_live_attempts_within_slots CHECK (live_attempts BETWEEN 0 AND slots)
+    CONSTRAINT worker_one_per_node_and_capability UNIQUE (node_id, capability)
 );
 COMMENT ON TABLE sched.worker IS 'Workers: one per (node, capability); slots, session generation, heartbeat.';
 -- selection reads only the workers of the requested capability

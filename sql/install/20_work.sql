@@ -90,7 +90,7 @@ CREATE TABLE sched.request (
     -- pg_restore -j may load the two tables in either order)
     execution_id        uuid NOT NULL,
     step_id             uuid NOT NULL,
-    attempt_number      int NOT NULL CONSTRAINT request_attempt_number_positive CHECK (attempt_number >= 1),
+    attempt_number      int NOT NULL,
     tenant              text COLLATE "C" NOT NULL,
     priority            int NOT NULL DEFAULT 0,
     capability          text NOT NULL,
@@ -105,9 +105,7 @@ CREATE TABLE sched.request (
     reserve_gpus        int NOT NULL DEFAULT 0,
     node_id             text COLLATE "C",
     max_attempts        int NOT NULL DEFAULT 3,
-    state               text NOT NULL DEFAULT 'PENDING'
-                        CONSTRAINT request_state_valid
-                        CHECK (state IN ('PENDING', 'CLAIMED', 'DISPATCHED', 'CANCELLED')),
+    state               text NOT NULL DEFAULT 'PENDING',
     queued_at           timestamptz NOT NULL,
     available_at        timestamptz NOT NULL,
     claim_id            uuid,
@@ -144,13 +142,7 @@ CREATE TABLE sched.request (
     held_node_id        text COLLATE "C",
     held_worker_id      uuid,
     held_until          timestamptz,
-    CONSTRAINT request_hold_consistent CHECK (
-        (held_node_id IS NULL) = (held_worker_id IS NULL) AND (held_node_id IS NULL) = (held_until IS NULL)),
-    CONSTRAINT request_one_per_step_attempt UNIQUE (step_id, attempt_number),
-    CONSTRAINT request_amounts_nonnegative CHECK (
-        min_cpu_millis >= 0 AND min_memory_mb >= 0 AND min_gpus >= 0 AND
-        reserve_cpu_millis >= 0 AND reserve_memory_mb >= 0 AND reserve_gpus >= 0),
-    CONSTRAINT request_claim_consistent CHECK ((state = 'CLAIMED') = (claim_id IS NOT NULL))
+    CONSTRAINT request_one_per_step_attempt UNIQUE (step_id, attempt_number)
 );
 ALTER SEQUENCE sched.request_id_seq OWNED BY sched.request.request_id;
 COMMENT ON TABLE sched.request IS 'Scheduling requests: one per (step, attempt number), in the queue until dispatched or cancelled.';
@@ -184,9 +176,7 @@ CREATE TABLE sched.attempt (
     worker_id           uuid NOT NULL,
     worker_generation   bigint NOT NULL,
     lease_version       bigint NOT NULL DEFAULT 1,
-    status              text NOT NULL DEFAULT 'DISPATCHED'
-                        CONSTRAINT attempt_status_valid
-                        CHECK (status IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST', 'PREEMPTED')),
+    status              text NOT NULL DEFAULT 'DISPATCHED',
     reserve_cpu_millis  int NOT NULL,
     reserve_memory_mb   bigint NOT NULL,
     reserve_gpus        int NOT NULL,
@@ -200,9 +190,7 @@ CREATE TABLE sched.attempt (
     concurrency_key     text COLLATE "C",
     -- its request's spread_key, for counting live attempts of a key per node
     spread_key          text COLLATE "C",
-    CONSTRAINT attempt_one_per_step_attempt UNIQUE (step_id, attempt_number),
-    CONSTRAINT attempt_finished_when_terminal
-        CHECK ((status IN ('DISPATCHED', 'RUNNING')) = (finished_at IS NULL))
+    CONSTRAINT attempt_one_per_step_attempt UNIQUE (step_id, attempt_number)
 );
 COMMENT ON TABLE sched.attempt IS 'Attempts: a reservation of one worker slot and node resources while DISPATCHED or RUNNING.';
 CREATE INDEX attempt_live_worker_idx ON sched.attempt (worker_id) WHERE status IN ('DISPATCHED', 'RUNNING');
@@ -249,7 +237,7 @@ CREATE TABLE sched.command (
     command_id          bigint PRIMARY KEY DEFAULT nextval('sched.command_id_seq'),
     worker_id           uuid NOT NULL,
     worker_generation   bigint NOT NULL,
-    kind                text NOT NULL CONSTRAINT command_kind_valid CHECK (kind IN ('START', 'CANCEL')),
+    kind                text NOT NULL,
     attempt_id          uuid NOT NULL,
     lease_version       bigint NOT NULL,
     request_id          bigint NOT NULL,
@@ -257,9 +245,7 @@ CREATE TABLE sched.command (
     delivered_at        timestamptz,
     -- the worker's session it was delivered to: the one it was made for, or a later one
     -- when that one never received it
-    delivered_generation bigint,
-    CONSTRAINT command_delivered_whole CHECK ((delivered_at IS NULL) = (delivered_generation IS NULL)),
-    CONSTRAINT command_delivered_no_earlier CHECK (delivered_generation >= worker_generation)
+    delivered_generation bigint
 );
 ALTER SEQUENCE sched.command_id_seq OWNED BY sched.command.command_id;
 COMMENT ON TABLE sched.command IS 'Commands for workers (START, CANCEL), each delivered once, to the worker''s session current when it is read.';

@@ -109,6 +109,14 @@ ALTER FUNCTION sched._queue_key(int, timestamptz) RESET search_path;
 ALTER FUNCTION sched._request_held_elsewhere(bigint) RESET search_path;
 ALTER FUNCTION sched._fleet_changed() RESET search_path;
 ALTER FUNCTION sched._request_queued() RESET search_path;
+-- And the five CHECK functions, called for every row written to sched.node, sched.worker,
+-- sched.request, sched.attempt and sched.command (21_row_checks.sql): C that runs no SQL
+-- and resolves no name.
+ALTER FUNCTION sched._node_valid(sched.node) RESET search_path;
+ALTER FUNCTION sched._worker_valid(sched.worker) RESET search_path;
+ALTER FUNCTION sched._request_valid(sched.request) RESET search_path;
+ALTER FUNCTION sched._attempt_valid(sched.attempt) RESET search_path;
+ALTER FUNCTION sched._command_valid(sched.command) RESET search_path;
 -- And sched.pending(at), a SQL function whose body was parsed when it was created (BEGIN
 -- ATOMIC: no name in it is looked up at a call), so that the planner inlines it into its
 -- caller's query (a proconfig forbids that, and the function would return all its rows

@@ -32,7 +32,7 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 
 CREATE EXTENSION pg_sched;
 
-SELECT plan(45);
+SELECT plan(52);
 
 -- ---------------------------------------------------------------------------------
 -- Fleet: n1 (2000 mcpu, 4096 MB, 1 GPU; worker with 2 slots),
@@ -189,6 +189,172 @@ SELECT throws_ok($$UPDATE sched.command SET delivered_at = now() WHERE command_i
 SELECT throws_ok($$UPDATE sched.command SET delivered_at = now(), delivered_generation = worker_generation - 1
                     WHERE command_id = (SELECT min(command_id) FROM sched.command)$$,
                  '23514', NULL, 'delivery to an earlier session than the command was made for is refused');
+
+-- ---------------------------------------------------------------------------------
+-- 3b. The five tables' checks (sched._node_valid and the others, 21_row_checks.sql):
+--     each condition refused under its own constraint name, and, over every combination
+--     of edge values (NULLs included), exactly the rows the SQL conditions refuse, the
+--     first broken condition by name reported
+-- ---------------------------------------------------------------------------------
+-- the SQLSTATE and the error's schema, table and constraint fields, or 'passes'
+CREATE FUNCTION pg_temp.violation(call text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+    st text; sch text; tab text; con text; msg text;
+BEGIN
+    EXECUTE call;
+    RETURN 'passes';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, sch = SCHEMA_NAME, tab = TABLE_NAME,
+                            con = CONSTRAINT_NAME, msg = MESSAGE_TEXT;
+    RETURN format('%s %s.%s.%s: %s', st, sch, tab, con, msg);
+END
+$f$;
+SELECT results_eq($$
+    SELECT pg_temp.violation(c.call) FROM (VALUES
+      (1, $c$UPDATE sched.node SET node_id = '' WHERE node_id = 'n2'$c$),
+      (2, $c$UPDATE sched.node SET management_status = 'GONE' WHERE node_id = 'n2'$c$),
+      (3, $c$UPDATE sched.node SET labels = '[]' WHERE node_id = 'n2'$c$),
+      (4, $c$UPDATE sched.node SET memory_mb = -1, reserved_memory_mb = -1 WHERE node_id = 'n2'$c$),
+      (5, $c$UPDATE sched.node SET gpus = -1, reserved_gpus = -2 WHERE node_id = 'n2'$c$),
+      (6, $c$UPDATE sched.worker SET capability = '' WHERE node_id = 'n2'$c$),
+      (7, $c$UPDATE sched.worker SET capability_versions = '{}' WHERE node_id = 'n2'$c$),
+      (8, $c$UPDATE sched.worker SET runtime_state = 'GONE' WHERE node_id = 'n2'$c$),
+      (9, $c$UPDATE sched.worker SET scheduling_status = 'GONE' WHERE node_id = 'n2'$c$),
+      (10, $c$UPDATE sched.worker SET slots = -1, live_attempts = -1 WHERE node_id = 'n2'$c$),
+      (11, $c$UPDATE sched.request SET attempt_number = 0 WHERE request_id = (SELECT min(request_id) FROM sched.request)$c$),
+      (12, $c$UPDATE sched.request SET state = 'GONE' WHERE request_id = (SELECT min(request_id) FROM sched.request)$c$),
+      (13, $c$UPDATE sched.request SET held_until = now() WHERE request_id = (SELECT min(request_id) FROM sched.request)$c$),
+      (14, $c$UPDATE sched.request SET reserve_gpus = -1 WHERE request_id = (SELECT min(request_id) FROM sched.request)$c$),
+      (15, $c$UPDATE sched.request SET state = 'CLAIMED' WHERE request_id = (SELECT min(request_id) FROM sched.request)$c$),
+      (16, $c$UPDATE sched.attempt SET status = 'GONE', finished_at = now() WHERE attempt_id = (SELECT min(attempt_id::text)::uuid FROM sched.attempt)$c$),
+      (17, $c$UPDATE sched.attempt SET status = 'SUCCEEDED' WHERE attempt_id = (SELECT min(attempt_id::text)::uuid FROM sched.attempt)$c$),
+      (18, $c$UPDATE sched.command SET kind = 'GONE' WHERE command_id = (SELECT min(command_id) FROM sched.command)$c$),
+      (19, $c$UPDATE sched.node SET weight = 7 WHERE node_id = 'n2'$c$)) c(n, call) ORDER BY c.n
+$$, $$ VALUES
+      ('23514 sched.node.node_id_not_empty: new row for relation "node" violates check constraint "node_id_not_empty"'),
+      ('23514 sched.node.node_management_status_valid: new row for relation "node" violates check constraint "node_management_status_valid"'),
+      ('23514 sched.node.node_labels_object: new row for relation "node" violates check constraint "node_labels_object"'),
+      ('23514 sched.node.node_memory_nonnegative: new row for relation "node" violates check constraint "node_memory_nonnegative"'),
+      ('23514 sched.node.node_gpus_nonnegative: new row for relation "node" violates check constraint "node_gpus_nonnegative"'),
+      ('23514 sched.worker.worker_capability_not_empty: new row for relation "worker" violates check constraint "worker_capability_not_empty"'),
+      ('23514 sched.worker.worker_versions_not_empty: new row for relation "worker" violates check constraint "worker_versions_not_empty"'),
+      ('23514 sched.worker.worker_runtime_state_valid: new row for relation "worker" violates check constraint "worker_runtime_state_valid"'),
+      ('23514 sched.worker.worker_scheduling_status_valid: new row for relation "worker" violates check constraint "worker_scheduling_status_valid"'),
+      ('23514 sched.worker.worker_live_attempts_within_slots: new row for relation "worker" violates check constraint "worker_live_attempts_within_slots"'),
+      ('23514 sched.request.request_attempt_number_positive: new row for relation "request" violates check constraint "request_attempt_number_positive"'),
+      ('23514 sched.request.request_state_valid: new row for relation "request" violates check constraint "request_state_valid"'),
+      ('23514 sched.request.request_hold_consistent: new row for relation "request" violates check constraint "request_hold_consistent"'),
+      ('23514 sched.request.request_amounts_nonnegative: new row for relation "request" violates check constraint "request_amounts_nonnegative"'),
+      ('23514 sched.request.request_claim_consistent: new row for relation "request" violates check constraint "request_claim_consistent"'),
+      ('23514 sched.attempt.attempt_status_valid: new row for relation "attempt" violates check constraint "attempt_status_valid"'),
+      ('23514 sched.attempt.attempt_finished_when_terminal: new row for relation "attempt" violates check constraint "attempt_finished_when_terminal"'),
+      ('23514 sched.command.command_kind_valid: new row for relation "command" violates check constraint "command_kind_valid"'),
+      ('passes')
+$$, 'each condition of the five tables is refused with 23514 under its own name (schema, table and constraint fields set); the first broken by name is named');
+
+-- every combination of edge values: the function refuses exactly what the SQL conditions
+-- refuse (NULL passes), naming the first broken one by name
+SELECT setseed(0.16) \gset ignore_
+CREATE TEMP TABLE cand_node AS
+SELECT id, mg, lb, cpu, mem, g, rc, rm, rg, la
+  FROM (VALUES (''), ('n'), (NULL)) a(id), (VALUES ('ACTIVE'), ('DRAINING'), ('DISABLED'), ('GONE'), (NULL)) b(mg),
+       (VALUES ('{}'::jsonb), ('[]'), ('1'), (NULL)) c(lb), (VALUES (-1), (0), (10), (NULL)) d(cpu),
+       (VALUES (-1::bigint), (5), (NULL)) e(mem), (VALUES (-1), (1)) f(g),
+       (VALUES (-1), (0), (10), (11), (NULL)) h(rc), (VALUES (-1::bigint), (5), (6)) i(rm),
+       (VALUES (-1), (1), (2)) j(rg), (VALUES (-1), (0), (NULL)) k(la)
+ WHERE random() < 0.05 OR (id = 'n' AND mg = 'ACTIVE');
+SELECT is((SELECT count(*)::int FROM cand_node c
+            WHERE pg_temp.violation(format('SELECT sched._node_valid(ROW(%L, %L, %L::jsonb, %s, %s, %s, 100, %s, %s, %s, %s, now(), now())::sched.node)',
+                                           c.id, c.mg, c.lb, coalesce(c.cpu::text, 'NULL'), coalesce(c.mem::text, 'NULL'), c.g,
+                                           coalesce(c.rc::text, 'NULL'), c.rm, c.rg, coalesce(c.la::text, 'NULL')))
+                  IS DISTINCT FROM
+                  coalesce((SELECT format('23514 sched.node.%s: new row for relation "node" violates check constraint "%s"', min(v.name COLLATE "C"), min(v.name COLLATE "C"))
+                              FROM (VALUES ('node_id_not_empty', c.id <> ''),
+                                           ('node_management_status_valid', c.mg IN ('ACTIVE', 'DRAINING', 'DISABLED')),
+                                           ('node_labels_object', jsonb_typeof(c.lb) = 'object'),
+                                           ('node_cpu_nonnegative', c.cpu >= 0), ('node_memory_nonnegative', c.mem >= 0),
+                                           ('node_gpus_nonnegative', c.g >= 0),
+                                           ('node_cpu_reserved_within_capacity', c.rc BETWEEN 0 AND c.cpu),
+                                           ('node_memory_reserved_within_capacity', c.rm BETWEEN 0 AND c.mem),
+                                           ('node_gpus_reserved_within_capacity', c.rg BETWEEN 0 AND c.g),
+                                           ('node_live_attempts_nonnegative', c.la >= 0)) v(name, ok)
+                             WHERE NOT coalesce(v.ok, true) HAVING count(*) > 0), 'passes')),
+          0, 'sched._node_valid refuses exactly the node rows the ten SQL conditions refuse, the first by name');
+
+-- the other four through real UPDATEs (the constraint as the executor runs it), NULLs in
+-- the nullable columns
+SELECT is((SELECT count(*)::int
+             FROM (VALUES (''), ('build')) a(cap), (VALUES ('{}'::text[]), ('{1}')) b(vers),
+                  (VALUES ('STARTING'), ('READY'), ('DRAINING'), ('STOPPED'), ('GONE')) c(rs),
+                  (VALUES ('ELIGIBLE'), ('CORDONED'), ('GONE')) d(ss),
+                  (VALUES (-1), (0), (2)) e(slots), (VALUES (-1), (0), (2), (3)) f(la)
+            WHERE pg_temp.violation(format($u$UPDATE sched.worker SET capability = %L, capability_versions = %L,
+                                              runtime_state = %L, scheduling_status = %L, slots = %s, live_attempts = %s
+                                        WHERE node_id = 'n2'$u$, cap, vers, rs, ss, slots, la))
+                  IS DISTINCT FROM
+                  coalesce((SELECT format('23514 sched.worker.%s: new row for relation "worker" violates check constraint "%s"', min(v.name COLLATE "C"), min(v.name COLLATE "C"))
+                              FROM (VALUES ('worker_capability_not_empty', cap <> ''),
+                                           ('worker_versions_not_empty', cardinality(vers) > 0),
+                                           ('worker_runtime_state_valid', rs IN ('STARTING', 'READY', 'DRAINING', 'STOPPED')),
+                                           ('worker_scheduling_status_valid', ss IN ('ELIGIBLE', 'CORDONED')),
+                                           ('worker_slots_nonnegative', slots >= 0),
+                                           ('worker_live_attempts_within_slots', la BETWEEN 0 AND slots)) v(name, ok)
+                             WHERE NOT coalesce(v.ok, true) HAVING count(*) > 0), 'passes')),
+          0, 'worker rows: refused exactly as the six SQL conditions refuse, the first by name');
+SELECT is((SELECT count(*)::int
+             FROM (VALUES (0), (1)) a(an), (VALUES ('PENDING'), ('CLAIMED'), ('DISPATCHED'), ('CANCELLED'), ('GONE')) b(st),
+                  (VALUES (NULL::uuid), ('00000000-0000-4000-8000-0000000000c1')) c(claim),
+                  (VALUES (NULL::text, NULL::uuid, NULL::timestamptz), ('n1', '00000000-0000-4000-8000-0000000000a1', now()),
+                          ('n1', NULL, NULL), ('n1', NULL, now())) d(hn, hw, hu),
+                  (VALUES (-1), (0)) e(rg), (VALUES (-1::bigint), (0)) f(mm)
+            WHERE pg_temp.violation(format($u$UPDATE sched.request SET attempt_number = %s, state = %L, claim_id = %L,
+                                              held_node_id = %L, held_worker_id = %L, held_until = %L,
+                                              reserve_gpus = %s, min_memory_mb = %s
+                                        WHERE request_id = (SELECT min(request_id) FROM sched.request)$u$,
+                                           an, st, claim, hn, hw, hu, rg, mm))
+                  IS DISTINCT FROM
+                  coalesce((SELECT format('23514 sched.request.%s: new row for relation "request" violates check constraint "%s"', min(v.name COLLATE "C"), min(v.name COLLATE "C"))
+                              FROM (VALUES ('request_attempt_number_positive', an >= 1),
+                                           ('request_state_valid', st IN ('PENDING', 'CLAIMED', 'DISPATCHED', 'CANCELLED')),
+                                           ('request_hold_consistent', (hn IS NULL) = (hw IS NULL) AND (hn IS NULL) = (hu IS NULL)),
+                                           ('request_amounts_nonnegative', rg >= 0 AND mm >= 0),
+                                           ('request_claim_consistent', (st = 'CLAIMED') = (claim IS NOT NULL))) v(name, ok)
+                             WHERE NOT coalesce(v.ok, true) HAVING count(*) > 0), 'passes')),
+          0, 'request rows: refused exactly as the five SQL conditions refuse, the first by name');
+SELECT is((SELECT count(*)::int
+             FROM (VALUES ('DISPATCHED'), ('RUNNING'), ('SUCCEEDED'), ('FAILED'), ('CANCELLED'), ('LOST'),
+                          ('PREEMPTED'), ('GONE')) a(st),
+                  (VALUES (NULL::timestamptz), (now())) b(fin)
+            WHERE pg_temp.violation(format($u$UPDATE sched.attempt SET status = %L, finished_at = %L
+                                        WHERE attempt_id = (SELECT min(attempt_id::text)::uuid FROM sched.attempt)$u$, st, fin))
+                  IS DISTINCT FROM
+                  coalesce((SELECT format('23514 sched.attempt.%s: new row for relation "attempt" violates check constraint "%s"', min(v.name COLLATE "C"), min(v.name COLLATE "C"))
+                              FROM (VALUES ('attempt_status_valid', st IN ('DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST', 'PREEMPTED')),
+                                           ('attempt_finished_when_terminal', (st IN ('DISPATCHED', 'RUNNING')) = (fin IS NULL))) v(name, ok)
+                             WHERE NOT coalesce(v.ok, true) HAVING count(*) > 0), 'passes')),
+          0, 'attempt rows: refused exactly as the two SQL conditions refuse, the first by name');
+SELECT is((SELECT count(*)::int
+             FROM (VALUES ('START'), ('CANCEL'), ('GONE')) a(k), (VALUES (NULL::timestamptz), (now())) b(dat),
+                  (VALUES (NULL::int), (-1), (0)) c(dg)
+            WHERE pg_temp.violation(format($u$UPDATE sched.command SET kind = %L, delivered_at = %L,
+                                              delivered_generation = worker_generation + %s
+                                        WHERE command_id = (SELECT min(command_id) FROM sched.command)$u$,
+                                           k, dat, coalesce(dg::text, 'NULL')))
+                  IS DISTINCT FROM
+                  coalesce((SELECT format('23514 sched.command.%s: new row for relation "command" violates check constraint "%s"', min(v.name COLLATE "C"), min(v.name COLLATE "C"))
+                              FROM (VALUES ('command_kind_valid', k IN ('START', 'CANCEL')),
+                                           ('command_delivered_whole', (dat IS NULL) = (dg IS NULL)),
+                                           ('command_delivered_no_earlier', dg >= 0)) v(name, ok)
+                             WHERE NOT coalesce(v.ok, true) HAVING count(*) > 0), 'passes')),
+          0, 'command rows: refused exactly as the three SQL conditions refuse, the first by name');
+SELECT is((SELECT string_agg(format('%s %s', conrelid::regclass, pg_get_constraintdef(oid)), '; ' ORDER BY conrelid::regclass::text)
+             FROM pg_constraint
+            WHERE contype = 'c' AND conrelid IN ('sched.node'::regclass, 'sched.worker'::regclass, 'sched.request'::regclass,
+                                                 'sched.attempt'::regclass, 'sched.command'::regclass)),
+          'sched.attempt CHECK (sched._attempt_valid(attempt.*)); sched.command CHECK (sched._command_valid(command.*)); '
+          'sched.node CHECK (sched._node_valid(node.*)); sched.request CHECK (sched._request_valid(request.*)); '
+          'sched.worker CHECK (sched._worker_valid(worker.*))',
+          'each of the five tables has one CHECK constraint, its row''s function');
 
 -- ---------------------------------------------------------------------------------
 -- 4. DROP EXTENSION removes everything (with data present)

@@ -31,7 +31,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(97);
+SELECT plan(98);
 
 -- ---------------------------------------------------------------------------------
 -- The function lists (identity arguments as regprocedure prints them)
@@ -161,7 +161,10 @@ SELECT is_empty($$
        AND p.oid <> 'sched._request_held_elsewhere(bigint)'::regprocedure
        AND p.oid <> 'sched._fleet_changed()'::regprocedure
        AND p.oid <> 'sched._request_queued()'::regprocedure
-$$, 'every function of schema sched but pending_explanation, submit, _request_shape, _queue_key, pending(at), _request_held_elsewhere, _fleet_changed and _request_queued has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
+       AND p.oid NOT IN ('sched._node_valid(sched.node)'::regprocedure, 'sched._worker_valid(sched.worker)'::regprocedure,
+                         'sched._request_valid(sched.request)'::regprocedure, 'sched._attempt_valid(sched.attempt)'::regprocedure,
+                         'sched._command_valid(sched.command)'::regprocedure)
+$$, 'every function of schema sched but pending_explanation, submit, _request_shape, _queue_key, pending(at), _request_held_elsewhere, _fleet_changed, _request_queued and the five row checks has proconfig search_path=pg_catalog, pg_temp (and no other setting)');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.oid = 'sched.pending(timestamptz)'::regprocedure
@@ -190,6 +193,14 @@ SELECT is_empty($$
        AND (p.proconfig IS NOT NULL OR p.prolang <> (SELECT oid FROM pg_language WHERE lanname = 'c')
             OR p.prosecdef)
 $$, '_request_held_elsewhere (per queue entry a fetch walks) and the row triggers _fleet_changed and _request_queued are C without proconfig (they run no SQL and resolve no name), not SECURITY DEFINER');
+SELECT is_empty($$
+    SELECT p.oid::regprocedure::text FROM pg_proc p
+     WHERE p.oid IN ('sched._node_valid(sched.node)'::regprocedure, 'sched._worker_valid(sched.worker)'::regprocedure,
+                     'sched._request_valid(sched.request)'::regprocedure, 'sched._attempt_valid(sched.attempt)'::regprocedure,
+                     'sched._command_valid(sched.command)'::regprocedure)
+       AND (p.proconfig IS NOT NULL OR p.prolang <> (SELECT oid FROM pg_language WHERE lanname = 'c')
+            OR p.prosecdef OR p.provolatile <> 'i' OR NOT p.proisstrict)
+$$, 'the five row checks (a CHECK constraint each, 21_row_checks.sql) are C without proconfig (they run no SQL and resolve no name), not SECURITY DEFINER, immutable and strict');
 SELECT is_empty($$
     SELECT p.oid::regprocedure::text FROM pg_proc p
      WHERE p.pronamespace = 'sched'::regnamespace AND p.prosecdef

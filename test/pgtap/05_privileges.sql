@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(989);
+SELECT plan(1014);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -238,6 +238,13 @@ INSERT INTO fn (sig, job, call, state) VALUES
   ('sched._request_shape(text,text,jsonb,int,bigint,int,int,bigint,int,text)', NULL,
    $$SELECT sched._request_shape('c', '1', '{}', 0, 0, 0, 0, 0, 0, NULL)$$, NULL),
   ('sched._request_held_elsewhere(bigint)', NULL, $$SELECT sched._request_held_elsewhere(1)$$, NULL),
+  -- the row checks (a non-constant row: a strict call of a NULL constant is folded away
+  -- before any privilege is checked)
+  ('sched._node_valid(sched.node)', NULL, $$SELECT sched._node_valid(r) FROM (SELECT NULL::sched.node AS r OFFSET 0) s$$, NULL),
+  ('sched._worker_valid(sched.worker)', NULL, $$SELECT sched._worker_valid(r) FROM (SELECT NULL::sched.worker AS r OFFSET 0) s$$, NULL),
+  ('sched._request_valid(sched.request)', NULL, $$SELECT sched._request_valid(r) FROM (SELECT NULL::sched.request AS r OFFSET 0) s$$, NULL),
+  ('sched._attempt_valid(sched.attempt)', NULL, $$SELECT sched._attempt_valid(r) FROM (SELECT NULL::sched.attempt AS r OFFSET 0) s$$, NULL),
+  ('sched._command_valid(sched.command)', NULL, $$SELECT sched._command_valid(r) FROM (SELECT NULL::sched.command AS r OFFSET 0) s$$, NULL),
   ('sched._request_queued()', NULL, $$SELECT sched._request_queued()$$, NULL),
   ('sched._require(anyelement,text)', NULL, $$SELECT sched._require(1, 'x')$$, NULL),
   ('sched._require_tenant_access(text,regrole)', NULL, $$SELECT sched._require_tenant_access('t', NULL)$$, NULL),

@@ -1059,7 +1059,7 @@ def main():
             S.steps[step_id] = {"execution_id": eid, "request_id": None, "payload": None}
             S.exec_steps[eid].append(step_id)
     if "invariants" in BREAK:
-        admin.execute("ALTER TABLE sched.worker DROP CONSTRAINT worker_live_attempts_within_slots")
+        admin.execute("ALTER TABLE sched.worker DROP CONSTRAINT worker_valid")
         admin.execute("UPDATE sched.worker SET live_attempts = live_attempts + 1"
                       " WHERE worker_id = (SELECT min(worker_id::text)::uuid FROM sched.worker)")
 
