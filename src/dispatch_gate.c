@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "dispatch_gate.h"
+#include "xact_end.h"
 
 #include "access/transam.h"
 #include "access/twophase.h"
@@ -299,19 +300,10 @@ sched_dispatch_gate_leave(void)
 static void
 gate_xact_end(XactEvent event, void *arg)
 {
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			sched_dispatch_gate_leave();
-			xact_called = false;
-			break;
-		default:
-			break;
-	}
+	if (!sched_xact_event_ends(event))
+		return;
+	sched_dispatch_gate_leave();
+	xact_called = false;
 }
 
 static void

@@ -30,6 +30,7 @@
 
 #include "inflight.h"
 #include "backend_slots.h"
+#include "xact_end.h"
 #include "placement.h"
 
 #include "access/transam.h"
@@ -87,24 +88,13 @@ inflight_xact_end(XactEvent event, void *arg)
 {
 	InflightSlot *s;
 
-	if (!mine_used || slots == NULL)
+	if (!mine_used || slots == NULL || !sched_xact_event_ends(event))
 		return;
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			s = &slots[MyBackendId];
-			SpinLockAcquire(&s->mutex);
-			s->n = 0;
-			SpinLockRelease(&s->mutex);
-			mine_used = false;
-			break;
-		default:
-			break;
-	}
+	s = &slots[MyBackendId];
+	SpinLockAcquire(&s->mutex);
+	s->n = 0;
+	SpinLockRelease(&s->mutex);
+	mine_used = false;
 }
 
 void

@@ -61,6 +61,7 @@
 
 #include "limit_claims.h"
 #include "backend_slots.h"
+#include "xact_end.h"
 
 #include "access/transam.h"
 #include "access/xact.h"
@@ -154,24 +155,13 @@ limit_claims_xact_end(XactEvent event, void *arg)
 {
 	if (!mine_used || slots == NULL)
 		return;
-	switch (event)
-	{
-		case XACT_EVENT_PRE_PREPARE:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot PREPARE a transaction that dispatched under a concurrency limit or a tenant quota"),
-					 errdetail("pg_sched counts its reservation for other dispatchers only until the transaction ends.")));
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			empty_mine();
-			break;
-		default:
-			break;
-	}
+	if (event == XACT_EVENT_PRE_PREPARE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot PREPARE a transaction that dispatched under a concurrency limit or a tenant quota"),
+				 errdetail("pg_sched counts its reservation for other dispatchers only until the transaction ends.")));
+	if (sched_xact_event_ends(event))
+		empty_mine();
 }
 
 void

@@ -44,6 +44,7 @@
 
 #include "queue_held.h"
 #include "backend_slots.h"
+#include "xact_end.h"
 
 #include "access/transam.h"
 #include "access/xact.h"
@@ -126,20 +127,11 @@ truncate_mine(int n)
 static void
 queue_held_xact_end(XactEvent event, void *arg)
 {
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			set_active = false;
-			if (mine_n > 0 && have_slot())
-				truncate_mine(0);
-			break;
-		default:
-			break;
-	}
+	if (!sched_xact_event_ends(event))
+		return;
+	set_active = false;
+	if (mine_n > 0 && have_slot())
+		truncate_mine(0);
 }
 
 static void

@@ -40,6 +40,7 @@
 
 #include "wakeup.h"
 #include "backend_slots.h"
+#include "xact_end.h"
 #include "settings.h"
 #include "spi_util.h"
 
@@ -146,24 +147,15 @@ wake_pending(void)
 static void
 wakeup_xact_end(XactEvent event, void *arg)
 {
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			if (npending > 0 && slots != NULL)
-				wake_pending();
-			/* FALLTHROUGH */
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			/* TopTransactionContext goes with the transaction */
-			pending = NULL;
-			npending = 0;
-			maxpending = 0;
-			break;
-		default:
-			break;
-	}
+	if (!sched_xact_event_ends(event))
+		return;
+	if ((event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT) &&
+		npending > 0 && slots != NULL)
+		wake_pending();
+	/* TopTransactionContext goes with the transaction */
+	pending = NULL;
+	npending = 0;
+	maxpending = 0;
 }
 
 void
