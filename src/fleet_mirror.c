@@ -1012,8 +1012,8 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 	slots = palloc(sizeof(int) * nslots);
 	memset(slots, -1, sizeof(int) * nslots);
 	groups = palloc(sizeof(PatchGroup) * Max(ncand, 1));
-	/* newest first (the ring's entries are in seq order; those that were pending, older,
-	 * follow them in any order: the seq test below holds for any order) */
+	/* from the end: the entries that were pending (older, appended last, in any order)
+	 * first, then the ring's newest first; the seq test below holds for any order */
 	for (i = ncand - 1; i >= 0; i--)
 	{
 		const PendingChange *c = &cands[i];
