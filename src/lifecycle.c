@@ -1070,7 +1070,9 @@ typedef struct DeliveredCommand
 /*
  * Delivers up to `max` commands of the worker's generation into the call's result set,
  * marked delivered at `at`; returns how many were marked.  check_worker_session() first
- * (setting *state).  With `start`, each START's attempt is started at `at` as
+ * (setting *state), unless the caller passes the state its own check read earlier in
+ * this call (`checked`: wait_commands' first poll, whose check ran after it began to
+ * wait for wake-ups, so no change of state can fall between the two).  With `start`, each START's attempt is started at `at` as
  * start_attempt starts it (begin_attempt), its lease_expires_at in the row; a START whose
  * attempt ended between the delivery's snapshot and its lock (a reap, a preemption, an
  * end an operator made) is marked delivered and not returned: there is nothing to run.
@@ -1081,7 +1083,8 @@ typedef struct DeliveredCommand
  */
 static uint64
 deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 generation,
-				 int32 max, TimestampTz at, bool start, WorkerState *state)
+				 int32 max, TimestampTz at, bool start, const WorkerState *checked,
+				 WorkerState *state)
 {
 	Datum		v[4];
 	SPITupleTable *delivered;
@@ -1089,7 +1092,10 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 	DeliveredCommand *cmds;
 	uint64		i;
 
-	check_worker_session(worker_id, generation, state);
+	if (checked == NULL)
+		check_worker_session(worker_id, generation, state);
+	else if (state != NULL)
+		memcpy(*state, *checked, sizeof(WorkerState));
 	v[0] = UUIDPGetDatum(worker_id);
 	v[1] = Int64GetDatum(generation);
 	v[2] = Int32GetDatum(max);
@@ -1195,7 +1201,8 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	deliver_commands(rsinfo, &worker_id, generation, max, PG_GETARG_TIMESTAMPTZ(3), start, NULL);
+	deliver_commands(rsinfo, &worker_id, generation, max, PG_GETARG_TIMESTAMPTZ(3), start, NULL,
+					 NULL);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -1276,28 +1283,38 @@ sched_wait_commands(PG_FUNCTION_ARGS)
 				 errdetail("The wake-up of waiting workers lives in shared memory."),
 				 errhint("Add pg_sched to shared_preload_libraries and restart the server, "
 						 "or call sched.poll_commands in a loop.")));
-	/* who may, before where: a caller who may not act for the worker always gets 42501 */
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_sched: SPI_connect failed");
-	check_worker_session(&worker_id, generation, &state_at_start);
-	SPI_finish();
-	sched_wakeup_check_can_sleep();
-
-	InitMaterializedSRF(fcinfo, 0);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_us / 1000);
+
+	/*
+	 * Waiting for wake-ups begins before the session is checked, so the first poll needs
+	 * no check of its own: a change of the worker's state that commits after the check
+	 * finds this session waiting and sets its latch (wakeup.c).
+	 */
 	sched_wakeup_wait_for(&worker_id);
 	PG_TRY();
 	{
+		bool		first = true;
+
+		sched_wakeup_arm();
+		/* who may, before where: a caller who may not act for the worker always gets 42501 */
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_sched: SPI_connect failed");
+		check_worker_session(&worker_id, generation, &state_at_start);
+		SPI_finish();
+		sched_wakeup_check_can_sleep();
+		InitMaterializedSRF(fcinfo, 0);
 		for (;;)
 		{
 			uint64		n;
 
-			sched_wakeup_arm();
+			if (!first)
+				sched_wakeup_arm();
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "pg_sched: SPI_connect failed");
 			n = deliver_commands(rsinfo, &worker_id, generation, max, GetCurrentTimestamp(),
-								 start, &state);
+								 start, first ? &state_at_start : NULL, &state);
 			SPI_finish();
+			first = false;
 			if (n > 0 || strcmp(state, state_at_start) != 0 || !sched_wakeup_sleep(deadline))
 				break;
 		}
