@@ -139,7 +139,8 @@ static SchedStatement holds_ended = {
 /* live attempts whose lease expired, oldest first; a concurrent finish holds its own */
 static SchedStatement attempts_expired = {
 	ATTEMPT_COLUMNS
-	" WHERE x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) AND x.lease_expires_at OPERATOR(pg_catalog.<) $1 "
+	" WHERE x.finished_at IS NULL "
+	"   AND x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) AND x.lease_expires_at OPERATOR(pg_catalog.<) $1 "
 	" ORDER BY x.lease_expires_at, x.attempt_id FOR UPDATE OF x SKIP LOCKED",
 	1, {TIMESTAMPTZOID},
 	.keyed = true
