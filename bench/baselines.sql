@@ -481,7 +481,8 @@ DECLARE
 BEGIN
     SELECT array_agg(t.tenant ORDER BY t.tenant), array_agg(coalesce(tw.weight, 1) ORDER BY t.tenant),
            array_agg((SELECT count(*) FROM sched.attempt a
-                       WHERE a.tenant = t.tenant AND a.status IN ('DISPATCHED', 'RUNNING')) ORDER BY t.tenant)
+                       WHERE a.tenant = t.tenant AND a.finished_at IS NULL
+                         AND a.status IN ('DISPATCHED', 'RUNNING')) ORDER BY t.tenant)
       INTO v_tenants, v_weights, v_live
       FROM (WITH RECURSIVE q(tenant) AS (      -- distinct tenants: a loose index scan
                 (SELECT x.tenant FROM sched.request x WHERE x.state IN ('PENDING', 'CLAIMED')

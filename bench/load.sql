@@ -220,7 +220,7 @@ AS $$
 WITH live AS (
     SELECT a.node_id, a.worker_id, count(*) AS n, sum(a.reserve_cpu_millis) AS cpu,
            sum(a.reserve_memory_mb) AS mem, sum(a.reserve_gpus) AS gpus
-      FROM sched.attempt a WHERE a.status IN ('DISPATCHED', 'RUNNING')
+      FROM sched.attempt a WHERE a.finished_at IS NULL AND a.status IN ('DISPATCHED', 'RUNNING')
      GROUP BY a.node_id, a.worker_id
 ), checks AS (
     SELECT 'worker live attempts above slots' AS rule,

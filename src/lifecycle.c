@@ -28,13 +28,17 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/stratnum.h"
+#include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/datetime.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "batch.h"
@@ -87,33 +91,24 @@ typedef struct AttemptRow
 
 #define ATTEMPT_COLUMNS ATTEMPT_SELECT_LIST "  FROM sched.attempt x "
 
-static SchedStatement attempt_lock = {
-	ATTEMPT_COLUMNS " WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
-	1, {UUIDOID},
-	.keyed = true
-};
+/* a worker's runtime_state, as read_worker reads it */
+typedef char WorkerState[16];
 
-/* the same, with the status of the attempt's execution: an execution never goes back
- * to CREATED or QUEUED, so a start that reads another status has none to change */
-static SchedStatement attempt_lock_to_start = {
-	ATTEMPT_SELECT_LIST ", (SELECT e.status FROM sched.execution e "
-	"                       WHERE e.execution_id OPERATOR(pg_catalog.=) x.execution_id) "
-	"  FROM sched.attempt x WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x",
-	1, {UUIDOID},
-	.keyed = true
-};
-
-/* the same with its execution locked FOR SHARE, in the lock order (the attempt, then
- * the execution): what an end that closes no execution takes (finish_attempt
- * SUCCEEDED or CANCELLED) */
-static SchedStatement attempt_lock_to_end = {
-	ATTEMPT_SELECT_LIST ", e.status "
-	"  FROM sched.attempt x JOIN sched.execution e "
-	"       ON e.execution_id OPERATOR(pg_catalog.=) x.execution_id "
-	" WHERE x.attempt_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF x FOR SHARE OF e",
-	1, {UUIDOID},
-	.keyed = true
-};
+/*
+ * How lock_attempt takes an attempt: its row FOR UPDATE (as SELECT ... FOR UPDATE,
+ * in C: sched_index_lock_row), with the registered_by of its worker, and
+ *   ATTEMPT_TO_START: the status of its execution, read: an execution never goes back
+ *     to CREATED or QUEUED, so a start that reads another status has none to change;
+ *   ATTEMPT_TO_END: its execution locked FOR SHARE, in the lock order (the attempt,
+ *     then the execution): what an end that closes no execution takes (finish_attempt
+ *     SUCCEEDED or CANCELLED).
+ */
+typedef enum AttemptLockKind
+{
+	ATTEMPT_ONLY,
+	ATTEMPT_TO_START,
+	ATTEMPT_TO_END
+} AttemptLockKind;
 
 /* a preemption's victim, live, taken without waiting */
 static SchedStatement attempt_lock_live_skip = {
@@ -139,7 +134,8 @@ static SchedStatement holds_ended = {
 /* live attempts whose lease expired, oldest first; a concurrent finish holds its own */
 static SchedStatement attempts_expired = {
 	ATTEMPT_COLUMNS
-	" WHERE x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) AND x.lease_expires_at OPERATOR(pg_catalog.<) $1 "
+	" WHERE x.finished_at IS NULL "
+	"   AND x.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) AND x.lease_expires_at OPERATOR(pg_catalog.<) $1 "
 	" ORDER BY x.lease_expires_at, x.attempt_id FOR UPDATE OF x SKIP LOCKED",
 	1, {TIMESTAMPTZOID},
 	.keyed = true
@@ -352,13 +348,6 @@ static SchedStatement tenant_live_pruned = {
 	0, {InvalidOid}
 };
 
-static SchedStatement worker_generation = {
-	"SELECT w.generation, w.registered_by, w.runtime_state FROM sched.worker w "
-	" WHERE w.worker_id OPERATOR(pg_catalog.=) $1",
-	1, {UUIDOID},
-	.keyed = true
-};
-
 /* commands of attempts that already ended (lost, failed, cancelled) are not delivered:
  * the worker could only be refused on them, except the CANCEL of a preempted attempt,
  * which ended before its worker stopped it (preemption.c); commands an earlier session
@@ -465,18 +454,132 @@ attempt_from_spi(int row, AttemptRow *a)
 	a->execution_shared = false;
 }
 
-/* Locks attempt_id's row (FOR UPDATE) with `lock` (attempt_lock, attempt_lock_to_start
- * or attempt_lock_to_end); false when there is none. */
-static bool
-lock_attempt(SchedStatement *lock, const pg_uuid_t *attempt_id, AttemptRow *a)
+/* The text column `name` of the row in `slot` (of `rel`), palloc'd; NULL when NULL. */
+static char *
+slot_text(TupleTableSlot *slot, Relation rel, const char *name)
 {
-	Datum		v[1] = {UUIDPGetDatum(attempt_id)};
+	bool		isnull;
+	Datum		d = slot_getattr(slot, sched_column_of(rel, name), &isnull);
 
-	sched_spi_exec(lock, v, NULL, false, 1, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+static Datum
+slot_value(TupleTableSlot *slot, Relation rel, const char *name)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, sched_column_of(rel, name), &isnull);
+
+	if (isnull)
+		elog(ERROR, "pg_sched: sched.%s.%s is NULL", RelationGetRelationName(rel), name);
+	return d;
+}
+
+/*
+ * The worker row of worker_id, read with `snapshot`: false when there is none; else its
+ * generation, registered_by (InvalidOid when NULL) and runtime_state (unless state is
+ * NULL).  One index read in C (what a statement by key would read).
+ */
+static bool
+read_worker(const pg_uuid_t *worker_id, Snapshot snapshot, int64 *generation, Oid *owner,
+			WorkerState *state)
+{
+	SchedIndexScan scan;
+	ScanKeyData key;
+	bool		found;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(worker_id));
+	sched_index_scan_begin(&scan, "worker", "worker_pkey", snapshot, &key, 1);
+	found = sched_index_scan_next(&scan);
+	if (found)
+	{
+		bool		isnull;
+		Datum		d;
+
+		if (generation != NULL)
+			*generation = DatumGetInt64(slot_value(scan.slot, scan.rel, "generation"));
+		d = slot_getattr(scan.slot, sched_column_of(scan.rel, "registered_by"), &isnull);
+		*owner = isnull ? InvalidOid : DatumGetObjectId(d);
+		if (state != NULL)
+		{
+			char	   *rs = slot_text(scan.slot, scan.rel, "runtime_state");
+
+			strlcpy(*state, rs == NULL ? "" : rs, sizeof(WorkerState));
+		}
+	}
+	sched_index_scan_end(&scan);
+	return found;
+}
+
+/*
+ * Locks attempt_id's row FOR UPDATE, waiting for a transaction that holds it, as
+ * `kind` says (AttemptLockKind), and reads it into *a; false when there is none (for
+ * ATTEMPT_TO_END also when its execution is gone, as the join of a statement would).
+ * The worker and the execution are read with the snapshot the attempt was found with,
+ * as a statement's sub-selects would; the attempt's columns are its locked, newest
+ * version's.
+ */
+static bool
+lock_attempt(AttemptLockKind kind, const pg_uuid_t *attempt_id, AttemptRow *a)
+{
+	SchedIndexScan scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	Relation	rel;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(attempt_id));
+	if (sched_index_lock_row(&scan, "attempt", "attempt_pkey", &key, 1, LockTupleExclusive,
+							 true) != SCHED_ROW_LOCKED)
+	{
+		sched_index_scan_end(&scan);
 		return false;
-	attempt_from_spi(0, a);
-	a->execution_shared = lock == &attempt_lock_to_end;
+	}
+	slot = scan.slot;
+	rel = scan.rel;
+	a->attempt_id = *DatumGetUUIDP(slot_value(slot, rel, "attempt_id"));
+	a->request_id = DatumGetInt64(slot_value(slot, rel, "request_id"));
+	a->execution_id = *DatumGetUUIDP(slot_value(slot, rel, "execution_id"));
+	a->step_id = *DatumGetUUIDP(slot_value(slot, rel, "step_id"));
+	a->attempt_number = DatumGetInt32(slot_value(slot, rel, "attempt_number"));
+	a->node_id = slot_text(slot, rel, "node_id");
+	a->worker_id = *DatumGetUUIDP(slot_value(slot, rel, "worker_id"));
+	a->worker_generation = DatumGetInt64(slot_value(slot, rel, "worker_generation"));
+	a->lease_version = DatumGetInt64(slot_value(slot, rel, "lease_version"));
+	a->status = slot_text(slot, rel, "status");
+	a->reserve_cpu_millis = DatumGetInt32(slot_value(slot, rel, "reserve_cpu_millis"));
+	a->reserve_memory_mb = DatumGetInt64(slot_value(slot, rel, "reserve_memory_mb"));
+	a->reserve_gpus = DatumGetInt32(slot_value(slot, rel, "reserve_gpus"));
+	a->lease_expires_at = DatumGetTimestampTz(slot_value(slot, rel, "lease_expires_at"));
+	if (!read_worker(&a->worker_id, scan.own_snapshot, NULL, &a->worker_owner, NULL))
+		a->worker_owner = InvalidOid;
+	a->execution_status = NULL;
+	a->execution_shared = false;
+	if (kind == ATTEMPT_TO_START)
+	{
+		SchedIndexScan es;
+
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(&a->execution_id));
+		sched_index_scan_begin(&es, "execution", "execution_pkey", scan.own_snapshot, &key, 1);
+		if (sched_index_scan_next(&es))
+			a->execution_status = slot_text(es.slot, es.rel, "status");
+		sched_index_scan_end(&es);
+	}
+	sched_index_scan_end(&scan);
+	if (kind == ATTEMPT_TO_END)
+	{
+		SchedIndexScan es;
+		bool		locked;
+
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(&a->execution_id));
+		locked = sched_index_lock_row(&es, "execution", "execution_pkey", &key, 1,
+									  LockTupleShare, true) == SCHED_ROW_LOCKED;
+		if (locked)
+			a->execution_status = slot_text(es.slot, es.rel, "status");
+		sched_index_scan_end(&es);
+		if (!locked)
+			return false;
+		a->execution_shared = true;
+	}
 	return true;
 }
 
@@ -509,7 +612,7 @@ check_live(const AttemptRow *a, int64 lease_version)
  * lease_version; ERROR otherwise (42501 for a stranger, before anything is said of the
  * attempt's state). */
 static void
-live_attempt(FunctionCallInfo fcinfo, int attempt_arg, int lease_arg, SchedStatement *lock,
+live_attempt(FunctionCallInfo fcinfo, int attempt_arg, int lease_arg, AttemptLockKind lock,
 			 AttemptRow *a)
 {
 	pg_uuid_t	attempt_id;
@@ -986,9 +1089,6 @@ release_ended_holds(TimestampTz at)
 
 /* ---- the SQL functions ---------------------------------------------------------------- */
 
-/* a worker's runtime_state, as check_worker_session reads it */
-typedef char WorkerState[16];
-
 /*
  * Refuses a caller who may not act for the worker (42501), an unknown worker (42704) and
  * a generation that is not the current one (55000); sets *state (unless NULL) to the
@@ -997,30 +1097,25 @@ typedef char WorkerState[16];
 static void
 check_worker_session(const pg_uuid_t *worker_id, int64 generation, WorkerState *state)
 {
-	Datum		v[1];
-	bool		isnull;
-	Datum		owner;
-	int64		current;
+	Snapshot	snapshot;
+	bool		found;
+	int64		current = 0;
+	Oid			owner = InvalidOid;
 
-	v[0] = UUIDPGetDatum(worker_id);
-	sched_spi_exec(&worker_generation, v, NULL, false, 0, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	/* what a statement would read now: this transaction's writes, then a new snapshot */
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	found = read_worker(worker_id, snapshot, &current, &owner, state);
+	UnregisterSnapshot(snapshot);
+	if (!found)
 		unknown("worker", sched_uuid_out(worker_id));
-	owner = sched_spi_get(0, 2, &isnull);
-	sched_require_worker_access(worker_id, isnull ? InvalidOid : DatumGetObjectId(owner));
-	current = sched_spi_int64(0, 1);
+	sched_require_worker_access(worker_id, owner);
 	if (current != generation)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stale generation " INT64_FORMAT " for worker %s", generation,
 						sched_uuid_out(worker_id)),
 				 errdetail("The current generation is " INT64_FORMAT ".", current)));
-	if (state != NULL)
-	{
-		Datum		d = sched_spi_get(0, 3, &isnull);
-
-		strlcpy(*state, isnull ? "" : TextDatumGetCString(d), sizeof(WorkerState));
-	}
 }
 
 /*
@@ -1070,7 +1165,9 @@ typedef struct DeliveredCommand
 /*
  * Delivers up to `max` commands of the worker's generation into the call's result set,
  * marked delivered at `at`; returns how many were marked.  check_worker_session() first
- * (setting *state).  With `start`, each START's attempt is started at `at` as
+ * (setting *state), unless the caller passes the state its own check read earlier in
+ * this call (`checked`: wait_commands' first poll, whose check ran after it began to
+ * wait for wake-ups, so no change of state can fall between the two).  With `start`, each START's attempt is started at `at` as
  * start_attempt starts it (begin_attempt), its lease_expires_at in the row; a START whose
  * attempt ended between the delivery's snapshot and its lock (a reap, a preemption, an
  * end an operator made) is marked delivered and not returned: there is nothing to run.
@@ -1081,7 +1178,8 @@ typedef struct DeliveredCommand
  */
 static uint64
 deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 generation,
-				 int32 max, TimestampTz at, bool start, WorkerState *state)
+				 int32 max, TimestampTz at, bool start, const WorkerState *checked,
+				 WorkerState *state)
 {
 	Datum		v[4];
 	SPITupleTable *delivered;
@@ -1089,7 +1187,10 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 	DeliveredCommand *cmds;
 	uint64		i;
 
-	check_worker_session(worker_id, generation, state);
+	if (checked == NULL)
+		check_worker_session(worker_id, generation, state);
+	else if (state != NULL)
+		memcpy(*state, *checked, sizeof(WorkerState));
 	v[0] = UUIDPGetDatum(worker_id);
 	v[1] = Int64GetDatum(generation);
 	v[2] = Int32GetDatum(max);
@@ -1119,7 +1220,7 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 
 		if (strcmp(TextDatumGetCString(c->values[1]), "START") != 0)
 			continue;
-		if (!lock_attempt(&attempt_lock_to_start, DatumGetUUIDP(c->values[2]), &c->attempt))
+		if (!lock_attempt(ATTEMPT_TO_START, DatumGetUUIDP(c->values[2]), &c->attempt))
 			elog(ERROR, "pg_sched: the attempt of command " INT64_FORMAT " is gone", command_id);
 		if (memcmp(&c->attempt.worker_id, worker_id, sizeof(pg_uuid_t)) != 0)
 			elog(ERROR, "pg_sched: command " INT64_FORMAT " is not for its attempt's worker",
@@ -1195,7 +1296,8 @@ sched_poll_commands(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	deliver_commands(rsinfo, &worker_id, generation, max, PG_GETARG_TIMESTAMPTZ(3), start, NULL);
+	deliver_commands(rsinfo, &worker_id, generation, max, PG_GETARG_TIMESTAMPTZ(3), start, NULL,
+					 NULL);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -1276,28 +1378,38 @@ sched_wait_commands(PG_FUNCTION_ARGS)
 				 errdetail("The wake-up of waiting workers lives in shared memory."),
 				 errhint("Add pg_sched to shared_preload_libraries and restart the server, "
 						 "or call sched.poll_commands in a loop.")));
-	/* who may, before where: a caller who may not act for the worker always gets 42501 */
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_sched: SPI_connect failed");
-	check_worker_session(&worker_id, generation, &state_at_start);
-	SPI_finish();
-	sched_wakeup_check_can_sleep();
-
-	InitMaterializedSRF(fcinfo, 0);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_us / 1000);
+
+	/*
+	 * Waiting for wake-ups begins before the session is checked, so the first poll needs
+	 * no check of its own: a change of the worker's state that commits after the check
+	 * finds this session waiting and sets its latch (wakeup.c).
+	 */
 	sched_wakeup_wait_for(&worker_id);
 	PG_TRY();
 	{
+		bool		first = true;
+
+		sched_wakeup_arm();
+		/* who may, before where: a caller who may not act for the worker always gets 42501 */
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "pg_sched: SPI_connect failed");
+		check_worker_session(&worker_id, generation, &state_at_start);
+		SPI_finish();
+		sched_wakeup_check_can_sleep();
+		InitMaterializedSRF(fcinfo, 0);
 		for (;;)
 		{
 			uint64		n;
 
-			sched_wakeup_arm();
+			if (!first)
+				sched_wakeup_arm();
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "pg_sched: SPI_connect failed");
 			n = deliver_commands(rsinfo, &worker_id, generation, max, GetCurrentTimestamp(),
-								 start, &state);
+								 start, first ? &state_at_start : NULL, &state);
 			SPI_finish();
+			first = false;
 			if (n > 0 || strcmp(state, state_at_start) != 0 || !sched_wakeup_sleep(deadline))
 				break;
 		}
@@ -1328,7 +1440,7 @@ sched_start_attempt(PG_FUNCTION_ARGS)
 	sched_check_at_not_future(at, "at");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	live_attempt(fcinfo, 0, 1, &attempt_lock_to_start, &a);
+	live_attempt(fcinfo, 0, 1, ATTEMPT_TO_START, &a);
 	expires = begin_attempt(&a, at);
 	SPI_finish();
 	PG_RETURN_TIMESTAMPTZ(expires);
@@ -1352,7 +1464,7 @@ sched_renew_lease(PG_FUNCTION_ARGS)
 	sched_check_at_not_future(at, "at");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	live_attempt(fcinfo, 0, 1, &attempt_lock, &a);
+	live_attempt(fcinfo, 0, 1, ATTEMPT_ONLY, &a);
 	if (a.lease_expires_at < at)
 	{
 		Datum		v[3];
@@ -1409,7 +1521,7 @@ sched_finish_attempt(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
 	/* the execution is locked with the attempt unless the end may close it (FAILED) */
-	if (!lock_attempt(strcmp(outcome, "FAILED") == 0 ? &attempt_lock : &attempt_lock_to_end,
+	if (!lock_attempt(strcmp(outcome, "FAILED") == 0 ? ATTEMPT_ONLY : ATTEMPT_TO_END,
 					  &attempt_id, &a))
 		unknown("attempt", sched_uuid_out(&attempt_id));
 	sched_require_worker_access(&a.worker_id, a.worker_owner);

@@ -378,7 +378,8 @@ maintenance_tick(void)
 		elog(ERROR, "pg_sched: reap_expired returned %s", SPI_result_code_string(rc));
 	/* expired attempts it passed over (their rows were held) or could not end */
 	rc = SPI_execute("SELECT EXISTS (SELECT 1 FROM sched.attempt a "
-					 " WHERE a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
+					 " WHERE a.finished_at IS NULL "
+					 "   AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
 					 "   AND a.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now())", true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "pg_sched: the check for expired attempts returned %s", SPI_result_code_string(rc));

@@ -42,7 +42,8 @@ static SchedStatement victims_on = {
 	"SELECT a.attempt_id, a.node_id, a.worker_id, r.priority, a.dispatched_at, "
 	"       a.reserve_cpu_millis, a.reserve_memory_mb, a.reserve_gpus, r.request_id "
 	"  FROM sched.attempt a JOIN sched.request r ON r.request_id OPERATOR(pg_catalog.=) a.request_id "
-	" WHERE a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
+	" WHERE a.finished_at IS NULL "
+	"   AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
 	"   AND a.node_id OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]) "
 	"   AND r.preemptible AND r.priority OPERATOR(pg_catalog.<) $1 AND r.gang_id IS NULL "
 	" ORDER BY a.node_id, a.attempt_id",

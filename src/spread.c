@@ -18,6 +18,7 @@
 static SchedStatement live_per_node = {
 	"SELECT a.node_id, pg_catalog.count(*)::pg_catalog.int4 FROM sched.attempt a "
 	" WHERE a.spread_key OPERATOR(pg_catalog.=) $1 AND a.spread_key IS NOT NULL "
+	"   AND a.finished_at IS NULL "
 	"   AND a.status OPERATOR(pg_catalog.=) ANY ('{DISPATCHED,RUNNING}'::pg_catalog.text[]) "
 	" GROUP BY a.node_id",
 	1, {TEXTOID},

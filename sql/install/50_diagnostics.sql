@@ -72,7 +72,7 @@ WITH open AS (
 ), key_live AS (
     SELECT a.concurrency_key, count(*) AS live
       FROM sched.attempt a
-     WHERE a.concurrency_key IS NOT NULL AND a.status IN ('DISPATCHED', 'RUNNING')
+     WHERE a.concurrency_key IS NOT NULL AND a.finished_at IS NULL AND a.status IN ('DISPATCHED', 'RUNNING')
        AND a.concurrency_key IN (SELECT l.concurrency_key FROM sched.concurrency_limit l)
      GROUP BY a.concurrency_key
 ), key_window AS (
@@ -86,7 +86,7 @@ WITH open AS (
     SELECT a.tenant, count(*) AS live, sum(a.reserve_cpu_millis) AS cpu,
            sum(a.reserve_memory_mb) AS mem, sum(a.reserve_gpus) AS gpus
       FROM sched.attempt a
-     WHERE a.status IN ('DISPATCHED', 'RUNNING')
+     WHERE a.finished_at IS NULL AND a.status IN ('DISPATCHED', 'RUNNING')
        AND a.tenant IN (SELECT q.tenant FROM sched.tenant_quota q)
      GROUP BY a.tenant
 )

@@ -269,10 +269,10 @@ SELECT pg_catalog.pg_extension_config_dump('sched.tenant_quota', '');
 ALTER TABLE sched.request ADD COLUMN concurrency_key text COLLATE "C";
 ALTER TABLE sched.attempt ADD COLUMN concurrency_key text COLLATE "C";
 CREATE INDEX attempt_live_key_idx ON sched.attempt (concurrency_key)
-    WHERE concurrency_key IS NOT NULL AND status IN ('DISPATCHED', 'RUNNING');
+    WHERE concurrency_key IS NOT NULL AND finished_at IS NULL;
 CREATE INDEX attempt_key_dispatched_idx ON sched.attempt (concurrency_key, dispatched_at)
     WHERE concurrency_key IS NOT NULL;
-CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE status IN ('DISPATCHED', 'RUNNING');
+CREATE INDEX attempt_live_tenant_idx ON sched.attempt (tenant) WHERE finished_at IS NULL;
 -- queue_stats gains the column `limited` (requests held back by a limit): a new result
 -- type, so the view and function go and come back with 50_diagnostics
 DROP VIEW sched.queue_stats;
@@ -285,7 +285,7 @@ DROP FUNCTION sched.queue_stats(timestamptz);
 ALTER TABLE sched.request ADD COLUMN spread_key text COLLATE "C";
 ALTER TABLE sched.attempt ADD COLUMN spread_key text COLLATE "C";
 CREATE INDEX attempt_live_spread_idx ON sched.attempt (spread_key, node_id)
-    WHERE spread_key IS NOT NULL AND status IN ('DISPATCHED', 'RUNNING');
+    WHERE spread_key IS NOT NULL AND finished_at IS NULL;
 DROP FUNCTION sched.select_candidate(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz);
 DROP FUNCTION sched.rank_candidates(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz);
 DROP FUNCTION sched.qualification_reasons(text, text, jsonb, jsonb, int, bigint, int, int, bigint, int, text, interval, timestamptz);
@@ -324,4 +324,14 @@ ALTER TABLE sched.request ADD COLUMN held_until timestamptz;
 ALTER TABLE sched.request ADD CONSTRAINT request_hold_consistent CHECK (
     (held_node_id IS NULL) = (held_worker_id IS NULL) AND (held_node_id IS NULL) = (held_until IS NULL));
 CREATE INDEX request_held_idx ON sched.request (held_until) WHERE held_until IS NOT NULL;
-CREATE INDEX attempt_live_node_idx ON sched.attempt (node_id) WHERE status IN ('DISPATCHED', 'RUNNING');
+CREATE INDEX attempt_live_node_idx ON sched.attempt (node_id) WHERE finished_at IS NULL;
+
+-- Issue 16: no index of sched.attempt has status or lease_expires_at in its key or
+-- predicate, so a start and a lease's renewal are HOT updates (20_work.sql): the live
+-- worker index of 0.1.0 comes back on finished_at IS NULL (the same rows: 0.1.0's
+-- attempt_finished_when_terminal), and the lease index goes (the reaper reads the live
+-- attempts).
+ALTER TABLE sched.attempt SET (fillfactor = 85);
+DROP INDEX sched.attempt_live_lease_idx;
+DROP INDEX sched.attempt_live_worker_idx;
+CREATE INDEX attempt_live_worker_idx ON sched.attempt (worker_id) WHERE finished_at IS NULL;
