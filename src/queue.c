@@ -278,6 +278,26 @@ static SchedStatement ready_shapes = {
 	.generic_plan = true, .ordered = true
 };
 
+/* the same for a call of any tenant (its $3, NULL, and $5, 1, are not read): each
+ * shape's newest ready request, in one sub-select instead of the two a tenant needs (a
+ * statement's start-up is most of what a probe of one shape costs, and every
+ * dispatch_next(1) makes one: 76,000 instructions of 1.9 million a call, callgrind) */
+static SchedStatement ready_shapes_any_tenant = {
+	"WITH RECURSIVE s(shape) AS ( "
+	"  (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
+	"    ORDER BY r.shape DESC LIMIT 1) "
+	"  UNION ALL "
+	"  SELECT (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
+	"            AND r.shape OPERATOR(pg_catalog.<) s.shape ORDER BY r.shape DESC LIMIT 1) "
+	"    FROM s WHERE s.shape IS NOT NULL) "
+	"SELECT s.shape, x.* FROM s CROSS JOIN LATERAL ( "
+	"  SELECT r.request_id, " SCHED_PLACEMENT_COLUMNS("r") SHAPE_READY
+	"   ORDER BY r.available_at DESC LIMIT 1) x "
+	" WHERE s.shape IS NOT NULL LIMIT $4",
+	5, {TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID, INT4OID},
+	.generic_plan = true, .ordered = true
+};
+
 /* with a tenant, how many of a shape's last ready requests ready_shapes looks through */
 #define SHAPE_TENANT_LOOKAHEAD 64
 
@@ -948,7 +968,8 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
 	v[2] = text_or_null(q->tenant, &n[2]);
 	v[3] = Int32GetDatum(first_only ? 1 : SHAPES_JUDGED_FIRST + 1);
 	v[4] = Int32GetDatum(q->tenant == NULL ? 1 : SHAPE_TENANT_LOOKAHEAD);
-	sched_spi_exec(&ready_shapes, v, n, false, 0, SPI_OK_SELECT);
+	sched_spi_exec(q->tenant == NULL ? &ready_shapes_any_tenant : &ready_shapes, v, n, false, 0,
+				   SPI_OK_SELECT);
 	if (!first_only)
 	{
 		j->judged_up_front = true;
