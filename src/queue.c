@@ -254,14 +254,18 @@ static SchedStatement tenant_batch_shapes = {
 #define SHAPE_READY \
 	"  FROM sched.request r WHERE r.shape OPERATOR(pg_catalog.=) s.shape AND " READY("$1") \
 	"   AND ($2::pg_catalog.text IS NULL OR r.capability OPERATOR(pg_catalog.=) $2) "
-static SchedStatement ready_shapes = {
-	"WITH RECURSIVE s(shape) AS ( "
-	"  (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
-	"    ORDER BY r.shape DESC LIMIT 1) "
-	"  UNION ALL "
-	"  SELECT (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
-	"            AND r.shape OPERATOR(pg_catalog.<) s.shape ORDER BY r.shape DESC LIMIT 1) "
+/* s(shape): the shapes with open requests, from the highest down (a loose index scan of
+ * request_shape_idx: one probe a shape) */
+#define OPEN_SHAPES \
+	"WITH RECURSIVE s(shape) AS ( " \
+	"  (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) " \
+	"    ORDER BY r.shape DESC LIMIT 1) " \
+	"  UNION ALL " \
+	"  SELECT (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) " \
+	"            AND r.shape OPERATOR(pg_catalog.<) s.shape ORDER BY r.shape DESC LIMIT 1) " \
 	"    FROM s WHERE s.shape IS NOT NULL) "
+static SchedStatement ready_shapes = {
+	OPEN_SHAPES
 	"SELECT s.shape, x.* FROM s CROSS JOIN LATERAL ( "
 	"  (SELECT y.request_id, " SCHED_PLACEMENT_COLUMNS("y")
 	"     FROM (SELECT r.request_id, r.tenant, " SCHED_PLACEMENT_COLUMNS("r") SHAPE_READY
@@ -283,13 +287,7 @@ static SchedStatement ready_shapes = {
  * statement's start-up is most of what a probe of one shape costs, and every
  * dispatch_next(1) makes one: 76,000 instructions of 1.9 million a call, callgrind) */
 static SchedStatement ready_shapes_any_tenant = {
-	"WITH RECURSIVE s(shape) AS ( "
-	"  (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
-	"    ORDER BY r.shape DESC LIMIT 1) "
-	"  UNION ALL "
-	"  SELECT (SELECT r.shape FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
-	"            AND r.shape OPERATOR(pg_catalog.<) s.shape ORDER BY r.shape DESC LIMIT 1) "
-	"    FROM s WHERE s.shape IS NOT NULL) "
+	OPEN_SHAPES
 	"SELECT s.shape, x.* FROM s CROSS JOIN LATERAL ( "
 	"  SELECT r.request_id, " SCHED_PLACEMENT_COLUMNS("r") SHAPE_READY
 	"   ORDER BY r.available_at DESC LIMIT 1) x "
