@@ -1092,7 +1092,8 @@ release_ended_holds(TimestampTz at)
 /*
  * Refuses a caller who may not act for the worker (42501), an unknown worker (42704) and
  * a generation that is not the current one (55000); sets *state (unless NULL) to the
- * worker's runtime_state.  Inside SPI.
+ * worker's runtime_state.  Reads the worker by key in C, with the snapshot a statement
+ * would take now (no SPI needed).
  */
 static void
 check_worker_session(const pg_uuid_t *worker_id, int64 generation, WorkerState *state)
@@ -1167,10 +1168,11 @@ typedef struct DeliveredCommand
  * marked delivered at `at`; returns how many were marked.  check_worker_session() first
  * (setting *state), unless the caller passes the state its own check read earlier in
  * this call (`checked`: wait_commands' first poll, whose check ran after it began to
- * wait for wake-ups, so no change of state can fall between the two).  With `start`, each START's attempt is started at `at` as
- * start_attempt starts it (begin_attempt), its lease_expires_at in the row; a START whose
- * attempt ended between the delivery's snapshot and its lock (a reap, a preemption, an
- * end an operator made) is marked delivered and not returned: there is nothing to run.
+ * wait for wake-ups, so no change of state can fall between the two).  With `start`,
+ * each START's attempt is started at `at` as start_attempt starts it (begin_attempt),
+ * its lease_expires_at in the row; a START whose attempt ended between the delivery's
+ * snapshot and its lock (a reap, a preemption, an end an operator made) is marked
+ * delivered and not returned: there is nothing to run.
  * Locks, in the order of the protocol: the delivered command rows (SKIP LOCKED), then
  * the attempts of every START delivered, all of them before any start writes (waiting
  * for them: nothing holds an attempt and waits for a command row), then their
@@ -1392,10 +1394,7 @@ sched_wait_commands(PG_FUNCTION_ARGS)
 
 		sched_wakeup_arm();
 		/* who may, before where: a caller who may not act for the worker always gets 42501 */
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "pg_sched: SPI_connect failed");
 		check_worker_session(&worker_id, generation, &state_at_start);
-		SPI_finish();
 		sched_wakeup_check_can_sleep();
 		InitMaterializedSRF(fcinfo, 0);
 		for (;;)
