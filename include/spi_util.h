@@ -70,6 +70,10 @@ extern bool sched_schema_is_0_2(void);
 /* The column of `rel` named `name` (1-based), or an internal error (for code that reads
  * a table through an index in C). */
 extern AttrNumber sched_column_of(Relation rel, const char *name);
+/* A column, by name, of the row in a slot of one of rel's rows: text (palloc'd, NULL when
+ * NULL), or a value never NULL. */
+extern char *sched_slot_text(TupleTableSlot *slot, Relation rel, const char *name);
+extern Datum sched_slot_value(TupleTableSlot *slot, Relation rel, const char *name);
 
 /*
  * A read of a table of schema sched through one of its indexes, in C (no plan to keep,

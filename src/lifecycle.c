@@ -454,27 +454,6 @@ attempt_from_spi(int row, AttemptRow *a)
 	a->execution_shared = false;
 }
 
-/* The text column `name` of the row in `slot` (of `rel`), palloc'd; NULL when NULL. */
-static char *
-slot_text(TupleTableSlot *slot, Relation rel, const char *name)
-{
-	bool		isnull;
-	Datum		d = slot_getattr(slot, sched_column_of(rel, name), &isnull);
-
-	return isnull ? NULL : TextDatumGetCString(d);
-}
-
-static Datum
-slot_value(TupleTableSlot *slot, Relation rel, const char *name)
-{
-	bool		isnull;
-	Datum		d = slot_getattr(slot, sched_column_of(rel, name), &isnull);
-
-	if (isnull)
-		elog(ERROR, "pg_sched: sched.%s.%s is NULL", RelationGetRelationName(rel), name);
-	return d;
-}
-
 /*
  * The worker row of worker_id, read with `snapshot`: false when there is none; else its
  * generation, registered_by (InvalidOid when NULL) and runtime_state (unless state is
@@ -497,12 +476,12 @@ read_worker(const pg_uuid_t *worker_id, Snapshot snapshot, int64 *generation, Oi
 		Datum		d;
 
 		if (generation != NULL)
-			*generation = DatumGetInt64(slot_value(scan.slot, scan.rel, "generation"));
+			*generation = DatumGetInt64(sched_slot_value(scan.slot, scan.rel, "generation"));
 		d = slot_getattr(scan.slot, sched_column_of(scan.rel, "registered_by"), &isnull);
 		*owner = isnull ? InvalidOid : DatumGetObjectId(d);
 		if (state != NULL)
 		{
-			char	   *rs = slot_text(scan.slot, scan.rel, "runtime_state");
+			char	   *rs = sched_slot_text(scan.slot, scan.rel, "runtime_state");
 
 			strlcpy(*state, rs == NULL ? "" : rs, sizeof(WorkerState));
 		}
@@ -536,20 +515,20 @@ lock_attempt(AttemptLockKind kind, const pg_uuid_t *attempt_id, AttemptRow *a)
 	}
 	slot = scan.slot;
 	rel = scan.rel;
-	a->attempt_id = *DatumGetUUIDP(slot_value(slot, rel, "attempt_id"));
-	a->request_id = DatumGetInt64(slot_value(slot, rel, "request_id"));
-	a->execution_id = *DatumGetUUIDP(slot_value(slot, rel, "execution_id"));
-	a->step_id = *DatumGetUUIDP(slot_value(slot, rel, "step_id"));
-	a->attempt_number = DatumGetInt32(slot_value(slot, rel, "attempt_number"));
-	a->node_id = slot_text(slot, rel, "node_id");
-	a->worker_id = *DatumGetUUIDP(slot_value(slot, rel, "worker_id"));
-	a->worker_generation = DatumGetInt64(slot_value(slot, rel, "worker_generation"));
-	a->lease_version = DatumGetInt64(slot_value(slot, rel, "lease_version"));
-	a->status = slot_text(slot, rel, "status");
-	a->reserve_cpu_millis = DatumGetInt32(slot_value(slot, rel, "reserve_cpu_millis"));
-	a->reserve_memory_mb = DatumGetInt64(slot_value(slot, rel, "reserve_memory_mb"));
-	a->reserve_gpus = DatumGetInt32(slot_value(slot, rel, "reserve_gpus"));
-	a->lease_expires_at = DatumGetTimestampTz(slot_value(slot, rel, "lease_expires_at"));
+	a->attempt_id = *DatumGetUUIDP(sched_slot_value(slot, rel, "attempt_id"));
+	a->request_id = DatumGetInt64(sched_slot_value(slot, rel, "request_id"));
+	a->execution_id = *DatumGetUUIDP(sched_slot_value(slot, rel, "execution_id"));
+	a->step_id = *DatumGetUUIDP(sched_slot_value(slot, rel, "step_id"));
+	a->attempt_number = DatumGetInt32(sched_slot_value(slot, rel, "attempt_number"));
+	a->node_id = sched_slot_text(slot, rel, "node_id");
+	a->worker_id = *DatumGetUUIDP(sched_slot_value(slot, rel, "worker_id"));
+	a->worker_generation = DatumGetInt64(sched_slot_value(slot, rel, "worker_generation"));
+	a->lease_version = DatumGetInt64(sched_slot_value(slot, rel, "lease_version"));
+	a->status = sched_slot_text(slot, rel, "status");
+	a->reserve_cpu_millis = DatumGetInt32(sched_slot_value(slot, rel, "reserve_cpu_millis"));
+	a->reserve_memory_mb = DatumGetInt64(sched_slot_value(slot, rel, "reserve_memory_mb"));
+	a->reserve_gpus = DatumGetInt32(sched_slot_value(slot, rel, "reserve_gpus"));
+	a->lease_expires_at = DatumGetTimestampTz(sched_slot_value(slot, rel, "lease_expires_at"));
 	if (!read_worker(&a->worker_id, scan.own_snapshot, NULL, &a->worker_owner, NULL))
 		a->worker_owner = InvalidOid;
 	a->execution_status = NULL;
@@ -561,7 +540,7 @@ lock_attempt(AttemptLockKind kind, const pg_uuid_t *attempt_id, AttemptRow *a)
 		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(&a->execution_id));
 		sched_index_scan_begin(&es, "execution", "execution_pkey", scan.own_snapshot, &key, 1);
 		if (sched_index_scan_next(&es))
-			a->execution_status = slot_text(es.slot, es.rel, "status");
+			a->execution_status = sched_slot_text(es.slot, es.rel, "status");
 		sched_index_scan_end(&es);
 	}
 	sched_index_scan_end(&scan);
@@ -574,7 +553,7 @@ lock_attempt(AttemptLockKind kind, const pg_uuid_t *attempt_id, AttemptRow *a)
 		locked = sched_index_lock_row(&es, "execution", "execution_pkey", &key, 1,
 									  LockTupleShare, true) == SCHED_ROW_LOCKED;
 		if (locked)
-			a->execution_status = slot_text(es.slot, es.rel, "status");
+			a->execution_status = sched_slot_text(es.slot, es.rel, "status");
 		sched_index_scan_end(&es);
 		if (!locked)
 			return false;

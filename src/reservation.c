@@ -119,12 +119,7 @@ lock_execution_share(const pg_uuid_t *execution_id, bool wait, char **status)
 	locked = sched_index_lock_row(&scan, "execution", "execution_pkey", &key, 1,
 								  LockTupleShare, wait) == SCHED_ROW_LOCKED;
 	if (locked)
-	{
-		bool		isnull;
-		Datum		d = slot_getattr(scan.slot, sched_column_of(scan.rel, "status"), &isnull);
-
-		*status = isnull ? NULL : TextDatumGetCString(d);
-	}
+		*status = sched_slot_text(scan.slot, scan.rel, "status");
 	sched_index_scan_end(&scan);
 	return locked;
 }
@@ -283,15 +278,14 @@ existing_attempt(const pg_uuid_t *step_id, int32 attempt_number, SchedDispatchRe
 	{
 		Relation	rel = scan.rel;
 		TupleTableSlot *slot = scan.slot;
-		bool		isnull;
 
 		res->has_attempt = true;
-		res->attempt_id = *DatumGetUUIDP(slot_getattr(slot, sched_column_of(rel, "attempt_id"), &isnull));
-		res->node_id = TextDatumGetCString(slot_getattr(slot, sched_column_of(rel, "node_id"), &isnull));
-		res->worker_id = *DatumGetUUIDP(slot_getattr(slot, sched_column_of(rel, "worker_id"), &isnull));
-		res->lease_version = DatumGetInt64(slot_getattr(slot, sched_column_of(rel, "lease_version"), &isnull));
+		res->attempt_id = *DatumGetUUIDP(sched_slot_value(slot, rel, "attempt_id"));
+		res->node_id = sched_slot_text(slot, rel, "node_id");
+		res->worker_id = *DatumGetUUIDP(sched_slot_value(slot, rel, "worker_id"));
+		res->lease_version = DatumGetInt64(sched_slot_value(slot, rel, "lease_version"));
 		res->has_score = true;
-		res->score = DatumGetInt64(slot_getattr(slot, sched_column_of(rel, "score"), &isnull));
+		res->score = DatumGetInt64(sched_slot_value(slot, rel, "score"));
 	}
 	sched_index_scan_end(&scan);
 	UnregisterSnapshot(snapshot);

@@ -327,6 +327,29 @@ sched_column_of(Relation rel, const char *name)
 	return InvalidAttrNumber;	/* keep compiler quiet */
 }
 
+/* The text column `name` of the row in `slot` (of `rel`), palloc'd; NULL when NULL. */
+char *
+sched_slot_text(TupleTableSlot *slot, Relation rel, const char *name)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, sched_column_of(rel, name), &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+/* The column `name` of the row in `slot` (of `rel`), which is never NULL (an internal
+ * error if it is). */
+Datum
+sched_slot_value(TupleTableSlot *slot, Relation rel, const char *name)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(slot, sched_column_of(rel, name), &isnull);
+
+	if (isnull)
+		elog(ERROR, "pg_sched: sched.%s.%s is NULL", RelationGetRelationName(rel), name);
+	return d;
+}
+
 static void
 index_scan_open(SchedIndexScan *s, const char *table, const char *index, Snapshot snapshot,
 				ScanKeyData *keys, int nkeys, LOCKMODE lockmode)
