@@ -28,11 +28,12 @@ typedef struct SchedAdmitMemo
 	int32	   *matches;		/* per row in state 1: preferred labels matched */
 
 	/*
-	 * The best rows, carried across calls (sched_admit_memos_best; memos of the mirror
-	 * only).  Invariant while top_valid: every row of the fleet below judged_count that is
-	 * not in top, not in dirty and admits the shape with the counters and heartbeat the
-	 * row has, ranks after `bound` with its own score (when top_bounded; else there is no
-	 * such row), at any heartbeat cutoff at or after `cutoff`.  Rows change only through
+	 * The best rows, carried across calls and placements (sched_admit_memos_best).
+	 * Invariant while top_valid: every row of the fleet below judged_count that is not
+	 * in top, not in dirty, not busy and admits the shape with the counters and heartbeat
+	 * the row has, ranks after `bound` with its own score (when top_bounded; else there
+	 * is no such row), at any heartbeat cutoff at or after `cutoff`.  (A batch's busy row
+	 * stays busy for the rest of its call.)  Rows change only through
 	 * the owner's forget (then they go to dirty) and move (then top_valid is cleared); a
 	 * row's score and its transient and clock reasons are functions of the row, and a
 	 * later cutoff only refuses more rows.
@@ -78,17 +79,16 @@ extern int	sched_admit_memos_admit(SchedAdmitMemos *set, const SchedFleet *fleet
  * every admitted row not in out ranks after *bound (sched_ranked_order, with its score
  * as sched_score_matched gives it), so an entry of out that ranks before *bound once its
  * score is lowered (what a call adds to a score only lowers it) ranks before every row
- * not in out.  *bound lives until the next call on set.  fleet has no busy rows (the
- * memos are the mirror's).  Walks every row, as sched_admit_memos_admit (*walked), when
- * the memo carries nothing (new, or rows moved, or too many forgotten) or the heartbeat
- * cutoff went back.
+ * not in out.  *bound lives until the next call on set.  Walks every row, as sched_admit_memos_admit (*walked), when
+ * the memo carries nothing (new, or rows moved, or too many forgotten), the heartbeat
+ * cutoff went back, or sched.fleet_mirror_carry is off.
  */
 extern int	sched_admit_memos_best(SchedAdmitMemos *set, const SchedFleet *fleet,
 								   const SchedPlacement *p, SchedRanked *out,
 								   const SchedRanked **bound, bool *walked);
 
 /* dst (of other rows) made a copy of src: what src knows of its rows, for rows that are
- * a copy of them, at the same indexes. */
+ * a copy of them, at the same indexes (the carried rows too). */
 extern void sched_admit_memos_copy(SchedAdmitMemos *dst, const SchedAdmitMemos *src);
 
 /* Row `row` changed: every memo judges it again. */

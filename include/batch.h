@@ -101,9 +101,9 @@ extern void sched_batch_mark_busy(SchedBatch *batch, SchedFleet *fleet, int inde
 extern int	sched_batch_admit(SchedBatch *batch, SchedFleet *fleet, const SchedPlacement *p,
 							  SchedRanked *out);
 /*
- * sched_batch_admit, but on a fleet the batch has not changed (the mirror's) only the
- * rows that may rank first (sched_fleet_mirror_admit_best): *bound NULL when out holds
- * every admitted row, else every admitted row not in out ranks after *bound.
+ * sched_batch_admit, but only the rows that may rank first (sched_admit_memos_best, on
+ * the batch's memos or the mirror's): *bound NULL when out holds every admitted row,
+ * else every admitted row not in out ranks after *bound.
  */
 extern int	sched_batch_admit_best(SchedBatch *batch, SchedFleet *fleet,
 								   const SchedPlacement *p, SchedRanked *out,

@@ -21,6 +21,10 @@
 --     rank below the bound, and a placement must rank every row;
 --   - the best nodes' heartbeats expire, a placement carries the others, and the clock
 --     goes back to when the best ones were alive: they must be chosen again.
+-- And batches: dispatch_next(12), 30 times, between changes of weights and ends, makes
+-- the same placements as the same call with sched.fleet_mirror_carry off (rolled back
+-- first): a batch's own copy of the memos carries the rows too, and each placement
+-- lowers the score of the row it took.
 -- The mirror's counters show both paths taken: placements from the carried rows, and
 -- walks.
 --
@@ -186,6 +190,74 @@ SELECT 2003, 'clock-back', * FROM pg_temp.place('2026-01-01 02:00:30+00');
 SELECT step, action, n.weight >= 50 AS chose_a_heavy_node
   FROM step_log JOIN sched.node n ON n.node_id = step_log.chosen
  WHERE step > 2000 ORDER BY step;
+
+-- a batch, then the same batch without carried rows (rolled back): the placements that
+-- differ, and how many were made
+CREATE FUNCTION pg_temp.batch_differs(n int, at timestamptz, OUT differ int, OUT placed int,
+                                      OUT walks_off bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    walked jsonb;
+    carried jsonb;
+BEGIN
+    BEGIN
+        PERFORM set_config('sched.fleet_mirror_carry', 'off', true);
+        walks_off := - (SELECT admissions_walked FROM sched._fleet_mirror_stats());
+        SELECT jsonb_object_agg(d.request_id::text, d.node_id) INTO walked
+          FROM sched.dispatch_next(n, at => at) d WHERE d.outcome = 'DISPATCHED';
+        walks_off := walks_off + (SELECT admissions_walked FROM sched._fleet_mirror_stats());
+        RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'undo';
+    EXCEPTION WHEN raise_exception THEN
+        NULL;
+    END;
+    PERFORM set_config('sched.fleet_mirror_carry', 'on', true);
+    SELECT jsonb_object_agg(d.request_id::text, d.node_id) INTO carried
+      FROM sched.dispatch_next(n, at => at) d WHERE d.outcome = 'DISPATCHED';
+    SELECT count(*) INTO differ FROM (
+        SELECT key, value FROM jsonb_each_text(walked)
+        EXCEPT SELECT key, value FROM jsonb_each_text(carried)
+        UNION ALL
+        (SELECT key, value FROM jsonb_each_text(carried)
+         EXCEPT SELECT key, value FROM jsonb_each_text(walked))) d;
+    SELECT count(*) INTO placed FROM jsonb_object_keys(carried);
+END $$;
+
+CREATE PROCEDURE pg_temp.batches(rounds int, at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR s IN 1 .. rounds LOOP
+        at := at + interval '0.5 second';
+        PERFORM sched.upsert_node(n.node_id, weight => 1 + (random() * 199)::int)
+           FROM (SELECT node_id FROM sched.node ORDER BY random() LIMIT 3) n;
+        FOR r IN SELECT a.attempt_id, a.lease_version FROM sched.attempt a
+                  WHERE a.finished_at IS NULL ORDER BY random() LIMIT 4 LOOP
+            PERFORM sched.start_attempt(r.attempt_id, r.lease_version, at);
+            PERFORM sched.finish_attempt(r.attempt_id, r.lease_version, 'SUCCEEDED', at => at);
+        END LOOP;
+        COMMIT;
+        SELECT * INTO r FROM pg_temp.batch_differs(12, at);
+        INSERT INTO batch_log VALUES (s, r.differ, r.placed, r.walks_off);
+        COMMIT;
+    END LOOP;
+END $$;
+
+CREATE TABLE batch_log (round int, differ int, placed int, walks_off bigint);
+SELECT count(*) > 0 AS heartbeats FROM (
+    SELECT sched.heartbeat(w.worker_id, w.generation, '2026-01-01 03:00:00+00')
+      FROM sched.worker w) h;
+SELECT count(sched.submit(gen_random_uuid(), gen_random_uuid(), 'c', '1',
+                          preferred_labels => CASE WHEN i % 3 = 0 THEN '{"tier": "fast"}'::jsonb
+                                                   ELSE '{}'::jsonb END,
+                          reserve_cpu_millis => 500,
+                          available_at => '2025-12-31 23:00:00+00')) AS submitted
+  FROM generate_series(1, 400) i;
+CALL pg_temp.batches(30, '2026-01-01 03:00:00+00');
+SELECT count(*) AS rounds, sum(placed) AS placed, sum(differ) AS placements_differ
+  FROM batch_log;
+-- (off, the first placement of each call walked the mirror's fleet: the GUC works)
+SELECT bool_and(walks_off >= 1) AS without_carried_rows_walked FROM batch_log;
 
 -- every placement chose what a walk over every row chose
 SELECT count(*) AS steps,

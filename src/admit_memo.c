@@ -25,6 +25,7 @@
 #include "postgres.h"
 
 #include "admit_memo.h"
+#include "settings.h"
 
 #include "utils/memutils.h"
 
@@ -308,7 +309,7 @@ memo_walk(SchedAdmitMemo *m, const SchedFleet *fleet, const SchedPlacement *p,
 	for (i = 0; i < fleet->count; i++)
 		if (memo_admits(m, fleet, p, i, &out[n]))
 			n++;
-	if (carry && fleet->busy_count == 0)
+	if (carry)
 		carry_best(m, fleet, p, out, n);
 	else
 		m->top_valid = false;
@@ -354,8 +355,7 @@ sched_admit_memos_best(SchedAdmitMemos *set, const SchedFleet *fleet,
 	int			n = 0;
 	int			i;
 
-	Assert(fleet->busy_count == 0);
-	carried = m->top_valid && fleet->busy_count == 0 && p->heartbeat_cutoff >= m->cutoff &&
+	carried = sched_fleet_mirror_carry && m->top_valid && p->heartbeat_cutoff >= m->cutoff &&
 		m->judged_count <= fleet->count;
 	for (i = 0; carried && i < m->ndirty; i++)
 		carried = judge_again(m, fleet, p, m->dirty[i]);
@@ -394,6 +394,22 @@ sched_admit_memos_copy(SchedAdmitMemos *dst, const SchedAdmitMemos *src)
 		memcpy(t->state, f->state, sizeof(uint8) * f->size);
 		memcpy(t->matches, f->matches, sizeof(int32) * f->size);
 		t->last_use = f->last_use;
+		if (f->top_valid)
+		{
+			memcpy(t->marks, f->marks, sizeof(uint8) * f->size);
+			t->top = MemoryContextAlloc(t->cxt, sizeof(int32) * SCHED_ADMIT_TOP_MAX);
+			t->dirty = MemoryContextAlloc(t->cxt, sizeof(int32) * SCHED_ADMIT_DIRTY_MAX);
+			memcpy(t->top, f->top, sizeof(int32) * f->ntop);
+			memcpy(t->dirty, f->dirty, sizeof(int32) * f->ndirty);
+			t->ntop = f->ntop;
+			t->ndirty = f->ndirty;
+			t->judged_count = f->judged_count;
+			t->cutoff = f->cutoff;
+			t->top_bounded = false;
+			if (f->top_bounded)
+				set_bound(t, &f->bound);
+			t->top_valid = true;
+		}
 	}
 	dst->uses = src->uses;
 }

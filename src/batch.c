@@ -541,10 +541,13 @@ sched_batch_admit_best(SchedBatch *cache, SchedFleet *fleet, const SchedPlacemen
 					   SchedRanked *out, const SchedRanked **bound)
 {
 	SchedBatchFleet *e = entry_of(cache, fleet);
+	bool		walked;
 
 	*bound = NULL;
-	if (e != NULL && (e->nupdates > 0 || !e->borrowed))
-		return sched_batch_admit(cache, fleet, p, out);
+	if (e != NULL && e->nupdates > 0)
+		ensure_own(cache, e);
+	if (e != NULL && !e->borrowed)
+		return sched_admit_memos_best(&e->memos, fleet, p, out, bound, &walked);
 	return sched_fleet_mirror_admit_best(fleet, p, out, bound);
 }
 
