@@ -60,6 +60,8 @@ typedef struct SchedBatch
 	SchedBatchFleet *entries;
 	SchedRanked *ranked;		/* scratch for ranking, as large as the largest fleet */
 	int			ranked_size;
+	SchedRanked *ranked_all;	/* scratch for ranking every row after the carried ones */
+	int			ranked_all_size;
 
 	/*
 	 * Deferred writes: with `defer`, reservations are kept here (at most

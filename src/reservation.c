@@ -657,11 +657,27 @@ rank_every_candidate(const SchedRequestRow *req, const SchedPlacementArgs *args,
 					 char **taken, int ntaken, const SchedRanked *ranked, int tried,
 					 int *n, bool *avoided_last)
 {
-	SchedRanked *all = palloc(sizeof(SchedRanked) * (Max(fleet->count, 1) + tried));
+	int			size = Max(fleet->count, 1) + tried;
+	SchedRanked *all;
 	bool	   *was_tried = palloc0(sizeof(bool) * Max(fleet->count, 1));
 	int			nall;
 	int			kept = tried;
 	int			i;
+
+	/* a batch's placements share one array (a call's memory stays flat) */
+	if (cache == NULL)
+		all = palloc(sizeof(SchedRanked) * size);
+	else
+	{
+		if (cache->ranked_all_size < size)
+		{
+			if (cache->ranked_all != NULL)
+				pfree(cache->ranked_all);
+			cache->ranked_all = MemoryContextAlloc(cache->cxt, sizeof(SchedRanked) * size);
+			cache->ranked_all_size = size;
+		}
+		all = cache->ranked_all;
+	}
 
 	memcpy(all, ranked, sizeof(SchedRanked) * tried);
 	for (i = 0; i < tried; i++)
