@@ -10,9 +10,9 @@
  * (batch.c); the fleet mirror keeps them across calls, for the rows it has not re-read
  * (fleet_mirror.c).
  *
- * A memo of the mirror also carries, across calls, the best SCHED_ADMIT_TOP rows of its
- * last walk over every row, and the worst of them as a bound: no other row ranked before
- * it.  A row's score changes only when the row does (the mirror forgets it, and the memo
+ * A memo also carries the best SCHED_ADMIT_TOP rows of its last walk over every row, and
+ * the worst of them as a bound: no other row ranked before it (the mirror's memos across
+ * calls, a batch's copy of them for the rest of its call).  A row's score changes only when the row does (the mirror forgets it, and the memo
  * judges it at the next call: if it now ranks before the bound it is carried too), so
  * sched_admit_memos_best gives the carried rows and a caller that ranks one of them
  * before the bound (after lowering scores for what it adds: running attempts in flight,
