@@ -60,6 +60,8 @@ typedef struct SchedBatch
 	SchedBatchFleet *entries;
 	SchedRanked *ranked;		/* scratch for ranking, as large as the largest fleet */
 	int			ranked_size;
+	SchedRanked *ranked_all;	/* scratch for ranking every row after the carried ones */
+	int			ranked_all_size;
 
 	/*
 	 * Deferred writes: with `defer`, reservations are kept here (at most
@@ -100,6 +102,14 @@ extern void sched_batch_mark_busy(SchedBatch *batch, SchedFleet *fleet, int inde
  */
 extern int	sched_batch_admit(SchedBatch *batch, SchedFleet *fleet, const SchedPlacement *p,
 							  SchedRanked *out);
+/*
+ * sched_batch_admit, but only the rows that may rank first (sched_admit_memos_best, on
+ * the batch's memos or the mirror's): *bound NULL when out holds every admitted row,
+ * else every admitted row not in out ranks after *bound.
+ */
+extern int	sched_batch_admit_best(SchedBatch *batch, SchedFleet *fleet,
+								   const SchedPlacement *p, SchedRanked *out,
+								   const SchedRanked **bound);
 /* Forgets the fleets read so far: the next use reads them again (after a gang, whose
  * members were placed without the batch). */
 extern void sched_batch_forget_fleets(SchedBatch *batch);

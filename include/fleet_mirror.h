@@ -38,6 +38,14 @@ extern void sched_fleet_read(const char *capability, int flags, const SchedPlace
 extern int	sched_fleet_mirror_admit(const SchedFleet *fleet, const SchedPlacement *p,
 									 SchedRanked *out);
 
+/*
+ * sched_fleet_mirror_admit, but on the mirror's fleet only the rows that may rank first
+ * (sched_admit_memos_best): *bound NULL when out holds every admitted row, else every
+ * admitted row not in out ranks after *bound.
+ */
+extern int	sched_fleet_mirror_admit_best(const SchedFleet *fleet, const SchedPlacement *p,
+										  SchedRanked *out, const SchedRanked **bound);
+
 /* The mirror's admission memos of `fleet` when it is the mirror's fleet of a capability
  * as it is now (as for sched_fleet_mirror_admit), else NULL. */
 extern const SchedAdmitMemos *sched_fleet_mirror_memos(const SchedFleet *fleet);
@@ -55,6 +63,8 @@ typedef struct SchedMirrorStats
 	int64		bypassed;
 	int64		losses;
 	int64		rows_patched;	/* counters taken from a row version (patch_counters) */
+	int64		admissions_walked;	/* admissions by a memo that read every row */
+	int64		admissions_carried; /* by a memo that read only its carried rows */
 } SchedMirrorStats;
 extern void sched_fleet_mirror_get_stats(SchedMirrorStats *out);
 

@@ -15,6 +15,7 @@ extern int	sched_retry_backoff_max_s;
 extern bool sched_notify_workers;
 extern bool sched_preemption;
 extern int	sched_preemption_hold_s;
+extern bool sched_fleet_mirror_carry;
 extern char *sched_databases;
 
 /* Defines every sched.* setting; called once, when the library is loaded. */

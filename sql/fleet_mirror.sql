@@ -271,7 +271,7 @@ SELECT pg_temp.same();
 -- ---------------------------------------------------------------------------------
 -- Admission memos: across calls, the mirror remembers what a shape's static rules say
 -- of each row (src/admit_memo.c).  The clock still moves the heartbeat cutoff, shapes
--- give way to others (8 are kept), and a dispatch's own changes are judged again.
+-- give way to others (16 are kept), and a dispatch's own changes are judged again.
 -- ---------------------------------------------------------------------------------
 CREATE FUNCTION pg_temp.memo_ranking(at timestamptz, min_cpu int, off boolean)
 RETURNS TABLE (node_id text, score bigint)
@@ -306,9 +306,9 @@ UPDATE sched.worker SET last_heartbeat = '2024-01-01 12:40:00+00'
 SELECT pg_temp.memo_same('2024-01-01 12:00:30+00');
 SELECT pg_temp.memo_same('2024-01-01 13:30:00+00');
 SELECT pg_temp.memo_same('2024-01-01 12:00:30+00');
--- ten shapes in turn, twice: each gives way and comes back
-SELECT j AS round, i AS shape, pg_temp.memo_same('2024-01-01 12:00:30+00', i * 500)
-  FROM (SELECT i, j FROM generate_series(1, 2) j, generate_series(1, 10) i
+-- twenty shapes in turn, twice: each gives way and comes back
+SELECT j AS round, i AS shape, pg_temp.memo_same('2024-01-01 12:00:30+00', i * 250)
+  FROM (SELECT i, j FROM generate_series(1, 2) j, generate_series(1, 20) i
          ORDER BY j, i OFFSET 0) turns;
 -- a dispatch reserves on a node: its row is judged again, by every memo
 SELECT sched.submit('22222222-0000-0000-0000-000000000002', '22222222-0000-0000-0000-0000000000a2',

@@ -10,14 +10,28 @@
  * (batch.c); the fleet mirror keeps them across calls, for the rows it has not re-read
  * (fleet_mirror.c).
  *
+ * A memo also carries the best SCHED_ADMIT_TOP rows of its last walk over every row, and
+ * the worst of them as a bound: no other row ranked before it (the mirror's memos across
+ * calls, a batch's copy of them for the rest of its call).  A row's score changes only when the row does (the mirror forgets it, and the memo
+ * judges it at the next call: if it now ranks before the bound it is carried too), so
+ * sched_admit_memos_best gives the carried rows and a caller that ranks one of them
+ * before the bound (after lowering scores for what it adds: running attempts in flight,
+ * spread) knows it ranks before every row of the fleet without reading them; a walk is
+ * needed only when none does.
+ *
  * Memory: each memo lives in a context of its own (a child of the set's parent), so a
  * memo that gives way to another shape frees its copy of the placement.
  */
 #include "postgres.h"
 
 #include "admit_memo.h"
+#include "settings.h"
 
 #include "utils/memutils.h"
+
+/* marks, per row */
+#define MEMO_IN_TOP 1			/* in top */
+#define MEMO_DIRTY 2			/* in dirty */
 
 void
 sched_admit_memos_init(SchedAdmitMemos *set, MemoryContext parent)
@@ -87,12 +101,15 @@ ensure_size(SchedAdmitMemo *m, int count)
 	{
 		m->state = MemoryContextAllocZero(m->cxt, sizeof(uint8) * size);
 		m->matches = MemoryContextAlloc(m->cxt, sizeof(int32) * size);
+		m->marks = MemoryContextAllocZero(m->cxt, sizeof(uint8) * size);
 	}
 	else
 	{
 		m->state = repalloc(m->state, sizeof(uint8) * size);
 		m->matches = repalloc(m->matches, sizeof(int32) * size);
+		m->marks = repalloc(m->marks, sizeof(uint8) * size);
 		memset(m->state + m->size, 0, sizeof(uint8) * (size - m->size));
+		memset(m->marks + m->size, 0, sizeof(uint8) * (size - m->size));
 	}
 	m->size = size;
 }
@@ -110,7 +127,12 @@ memo_start(SchedAdmitMemos *set, SchedAdmitMemo *m, const SchedPlacement *p, int
 		MemoryContextReset(m->cxt);
 	m->state = NULL;
 	m->matches = NULL;
+	m->marks = NULL;
 	m->size = 0;
+	m->top_valid = false;
+	m->top = NULL;
+	m->dirty = NULL;
+	m->bound.node_id = NULL;
 	old = MemoryContextSwitchTo(m->cxt);
 	m->p = *p;
 	m->p.capability = copy_text(p->capability);
@@ -150,40 +172,208 @@ memo_for(SchedAdmitMemos *set, const SchedPlacement *p, int count)
 	return m;
 }
 
+/*
+ * Whether row i of fleet admits p (the shape of m) now, judging it by what m knows of it
+ * (in full when m has not judged it); if so, its score into *out.
+ */
+static inline bool
+memo_admits(SchedAdmitMemo *m, const SchedFleet *fleet, const SchedPlacement *p, int i,
+			SchedRanked *out)
+{
+	const SchedCandidate *c = &fleet->rows[i].c;
+
+	if (fleet->rows[i].busy || m->state[i] == 2)
+		return false;
+	if (m->state[i] == 0)
+	{
+		SchedReasonSet r = sched_admission(p, c);
+
+		if ((r & ~(SCHED_TRANSIENT_REASONS | SCHED_CLOCK_REASONS)) != 0)
+		{
+			m->state[i] = 2;
+			return false;
+		}
+		m->state[i] = 1;
+		m->matches[i] = sched_labels_matching(&c->labels, &p->preferred_labels);
+		if (r != 0)
+			return false;
+	}
+	else if (sched_admission_clock(p, c) != 0 || sched_admission_transient(p, c) != 0)
+		return false;
+	sched_score_matched(c, m->matches[i], out);
+	out->index = i;
+	return true;
+}
+
+/* Sets m's bound to r (its node_id copied). */
+static void
+set_bound(SchedAdmitMemo *m, const SchedRanked *r)
+{
+	if (m->bound.node_id != NULL)
+		pfree((char *) m->bound.node_id);
+	m->bound = *r;
+	m->bound.held = false;
+	m->bound.node_id = MemoryContextStrdup(m->cxt, r->node_id);
+	m->top_bounded = true;
+}
+
+/* Sift-down of the heap heap[0..n-1] of positions into ranked, worst-ranked at the root. */
+static void
+worst_heap_down(int *heap, int n, const SchedRanked *ranked, int k)
+{
+	for (;;)
+	{
+		int			l = 2 * k + 1;
+		int			w = k;
+
+		if (l < n && sched_ranked_order(&ranked[heap[l]], &ranked[heap[w]]) > 0)
+			w = l;
+		if (l + 1 < n && sched_ranked_order(&ranked[heap[l + 1]], &ranked[heap[w]]) > 0)
+			w = l + 1;
+		if (w == k)
+			return;
+		{
+			int			t = heap[k];
+
+			heap[k] = heap[w];
+			heap[w] = t;
+		}
+		k = w;
+	}
+}
+
+/*
+ * m carries the best SCHED_ADMIT_TOP of ranked[0..n-1] (every row of fleet that admits
+ * p now, as a walk found them), bounded by the worst of them when there are more.
+ */
+static void
+carry_best(SchedAdmitMemo *m, const SchedFleet *fleet, const SchedPlacement *p,
+		   const SchedRanked *ranked, int n)
+{
+	int			heap[SCHED_ADMIT_TOP];
+	int			nheap = 0;
+	int			i;
+
+	if (m->top == NULL)
+	{
+		m->top = MemoryContextAlloc(m->cxt, sizeof(int32) * SCHED_ADMIT_TOP_MAX);
+		m->dirty = MemoryContextAlloc(m->cxt, sizeof(int32) * SCHED_ADMIT_DIRTY_MAX);
+	}
+	memset(m->marks, 0, sizeof(uint8) * m->size);
+	for (i = 0; i < n; i++)
+	{
+		if (nheap < SCHED_ADMIT_TOP)
+		{
+			int			k = nheap++;
+
+			heap[k] = i;
+			/* sift up */
+			while (k > 0 && sched_ranked_order(&ranked[heap[k]], &ranked[heap[(k - 1) / 2]]) > 0)
+			{
+				int			t = heap[k];
+
+				heap[k] = heap[(k - 1) / 2];
+				heap[(k - 1) / 2] = t;
+				k = (k - 1) / 2;
+			}
+		}
+		else if (sched_ranked_order(&ranked[i], &ranked[heap[0]]) < 0)
+		{
+			heap[0] = i;
+			worst_heap_down(heap, nheap, ranked, 0);
+		}
+	}
+	m->ntop = nheap;
+	for (i = 0; i < nheap; i++)
+	{
+		m->top[i] = ranked[heap[i]].index;
+		m->marks[ranked[heap[i]].index] = MEMO_IN_TOP;
+	}
+	m->top_bounded = false;
+	if (n > nheap)
+		set_bound(m, &ranked[heap[0]]);
+	m->ndirty = 0;
+	m->judged_count = fleet->count;
+	m->cutoff = p->heartbeat_cutoff;
+	m->top_valid = true;
+}
+
+/* Every row of fleet that admits p, judged by m; when carry, m then carries the best. */
+static int
+memo_walk(SchedAdmitMemo *m, const SchedFleet *fleet, const SchedPlacement *p,
+		  SchedRanked *out, bool carry)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < fleet->count; i++)
+		if (memo_admits(m, fleet, p, i, &out[n]))
+			n++;
+	if (carry)
+		carry_best(m, fleet, p, out, n);
+	else
+		m->top_valid = false;
+	return n;
+}
+
 int
 sched_admit_memos_admit(SchedAdmitMemos *set, const SchedFleet *fleet,
 						const SchedPlacement *p, SchedRanked *out)
 {
 	SchedAdmitMemo *m = memo_for(set, p, fleet->count);
+
+	/* a memo that carries rows keeps carrying them: a walk costs little more */
+	return memo_walk(m, fleet, p, out, m->top_valid);
+}
+
+/* Row i, re-read or appended since m's last call, judged: carried if it ranks before the
+ * bound (or there is none).  False when m can carry no more. */
+static bool
+judge_again(SchedAdmitMemo *m, const SchedFleet *fleet, const SchedPlacement *p, int i)
+{
+	SchedRanked r;
+
+	m->marks[i] &= ~MEMO_DIRTY;
+	if ((m->marks[i] & MEMO_IN_TOP) != 0 || !memo_admits(m, fleet, p, i, &r))
+		return true;			/* carried already, or refuses the shape now */
+	if (m->top_bounded && sched_ranked_order(&r, &m->bound) > 0)
+		return true;			/* still after the bound */
+	if (m->ntop == SCHED_ADMIT_TOP_MAX)
+		return false;
+	m->top[m->ntop++] = i;
+	m->marks[i] |= MEMO_IN_TOP;
+	return true;
+}
+
+int
+sched_admit_memos_best(SchedAdmitMemos *set, const SchedFleet *fleet,
+					   const SchedPlacement *p, SchedRanked *out, const SchedRanked **bound,
+					   bool *walked)
+{
+	SchedAdmitMemo *m = memo_for(set, p, fleet->count);
+	bool		carried;
 	int			n = 0;
 	int			i;
 
-	for (i = 0; i < fleet->count; i++)
+	carried = sched_fleet_mirror_carry && m->top_valid && p->heartbeat_cutoff >= m->cutoff &&
+		m->judged_count <= fleet->count;
+	for (i = 0; carried && i < m->ndirty; i++)
+		carried = judge_again(m, fleet, p, m->dirty[i]);
+	for (i = m->judged_count; carried && i < fleet->count; i++)
+		carried = judge_again(m, fleet, p, i);
+	*walked = !carried;
+	if (!carried)
 	{
-		const SchedCandidate *c = &fleet->rows[i].c;
-
-		if (fleet->rows[i].busy || m->state[i] == 2)
-			continue;
-		if (m->state[i] == 0)
-		{
-			SchedReasonSet r = sched_admission(p, c);
-
-			if ((r & ~(SCHED_TRANSIENT_REASONS | SCHED_CLOCK_REASONS)) != 0)
-			{
-				m->state[i] = 2;
-				continue;
-			}
-			m->state[i] = 1;
-			m->matches[i] = sched_labels_matching(&c->labels, &p->preferred_labels);
-			if (r != 0)
-				continue;
-		}
-		else if (sched_admission_clock(p, c) != 0 || sched_admission_transient(p, c) != 0)
-			continue;
-		sched_score_matched(c, m->matches[i], &out[n]);
-		out[n].index = i;
-		n++;
+		*bound = NULL;
+		return memo_walk(m, fleet, p, out, true);
 	}
+	m->ndirty = 0;
+	m->judged_count = fleet->count;
+	m->cutoff = p->heartbeat_cutoff;
+	for (i = 0; i < m->ntop; i++)
+		if (memo_admits(m, fleet, p, m->top[i], &out[n]))
+			n++;
+	*bound = m->top_bounded ? &m->bound : NULL;
 	return n;
 }
 
@@ -204,6 +394,22 @@ sched_admit_memos_copy(SchedAdmitMemos *dst, const SchedAdmitMemos *src)
 		memcpy(t->state, f->state, sizeof(uint8) * f->size);
 		memcpy(t->matches, f->matches, sizeof(int32) * f->size);
 		t->last_use = f->last_use;
+		if (f->top_valid)
+		{
+			memcpy(t->marks, f->marks, sizeof(uint8) * f->size);
+			t->top = MemoryContextAlloc(t->cxt, sizeof(int32) * SCHED_ADMIT_TOP_MAX);
+			t->dirty = MemoryContextAlloc(t->cxt, sizeof(int32) * SCHED_ADMIT_DIRTY_MAX);
+			memcpy(t->top, f->top, sizeof(int32) * f->ntop);
+			memcpy(t->dirty, f->dirty, sizeof(int32) * f->ndirty);
+			t->ntop = f->ntop;
+			t->ndirty = f->ndirty;
+			t->judged_count = f->judged_count;
+			t->cutoff = f->cutoff;
+			t->top_bounded = false;
+			if (f->top_bounded)
+				set_bound(t, &f->bound);
+			t->top_valid = true;
+		}
 	}
 	dst->uses = src->uses;
 }
@@ -214,8 +420,22 @@ sched_admit_memos_forget(SchedAdmitMemos *set, int row)
 	int			i;
 
 	for (i = 0; i < SCHED_ADMIT_MEMOS; i++)
-		if (set->memos[i].cxt != NULL && row < set->memos[i].size)
-			set->memos[i].state[row] = 0;
+	{
+		SchedAdmitMemo *m = &set->memos[i];
+
+		if (m->cxt == NULL || row >= m->size)
+			continue;
+		m->state[row] = 0;
+		if (!m->top_valid || row >= m->judged_count || (m->marks[row] & MEMO_DIRTY) != 0)
+			continue;
+		if (m->ndirty == SCHED_ADMIT_DIRTY_MAX)
+			m->top_valid = false;	/* the next call walks */
+		else
+		{
+			m->dirty[m->ndirty++] = row;
+			m->marks[row] |= MEMO_DIRTY;
+		}
+	}
 }
 
 void
@@ -229,6 +449,7 @@ sched_admit_memos_move(SchedAdmitMemos *set, int from, int to)
 
 		if (m->cxt == NULL)
 			continue;
+		m->top_valid = false;	/* carried rows are indexes */
 		if (to < m->size)
 		{
 			m->state[to] = from < m->size ? m->state[from] : 0;
@@ -249,6 +470,34 @@ sched_admit_memos_reset(SchedAdmitMemos *set)
 	sched_admit_memos_init(set, set->parent);
 }
 
+/* The rows that break the invariant of m's carried rows (admit_memo.h), at m's cutoff. */
+static int
+check_carried(const SchedAdmitMemo *m, const SchedFleet *fleet)
+{
+	SchedPlacement p = m->p;
+	int			wrong = 0;
+	int			k;
+
+	if (!m->top_valid)
+		return 0;
+	for (k = 0; k < m->ntop; k++)
+		if (m->top[k] >= fleet->count || (m->marks[m->top[k]] & MEMO_IN_TOP) == 0)
+			wrong++;			/* carried: a row past the fleet's, or unmarked */
+	p.heartbeat_cutoff = m->cutoff;
+	for (k = 0; k < m->judged_count && k < fleet->count; k++)
+	{
+		SchedRanked r;
+
+		if ((m->marks[k] & (MEMO_IN_TOP | MEMO_DIRTY)) != 0 || fleet->rows[k].busy ||
+			sched_admission(&p, &fleet->rows[k].c) != 0)
+			continue;
+		sched_score(&p, &fleet->rows[k].c, &r);
+		if (!m->top_bounded || sched_ranked_order(&r, &m->bound) <= 0)
+			wrong++;			/* a row not carried that may rank first */
+	}
+	return wrong;
+}
+
 int
 sched_admit_memos_check(const SchedAdmitMemos *set, const SchedFleet *fleet)
 {
@@ -262,6 +511,7 @@ sched_admit_memos_check(const SchedAdmitMemos *set, const SchedFleet *fleet)
 
 		if (m->cxt == NULL)
 			continue;
+		wrong += check_carried(m, fleet);
 		for (k = 0; k < m->size; k++)
 		{
 			const SchedCandidate *c;

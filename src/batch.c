@@ -536,6 +536,21 @@ sched_batch_admit(SchedBatch *cache, SchedFleet *fleet, const SchedPlacement *p,
 	return sched_fleet_mirror_admit(fleet, p, out);
 }
 
+int
+sched_batch_admit_best(SchedBatch *cache, SchedFleet *fleet, const SchedPlacement *p,
+					   SchedRanked *out, const SchedRanked **bound)
+{
+	SchedBatchFleet *e = entry_of(cache, fleet);
+	bool		walked;
+
+	*bound = NULL;
+	if (e != NULL && e->nupdates > 0)
+		ensure_own(cache, e);
+	if (e != NULL && !e->borrowed)
+		return sched_admit_memos_best(&e->memos, fleet, p, out, bound, &walked);
+	return sched_fleet_mirror_admit_best(fleet, p, out, bound);
+}
+
 /* Copies what `fresh` says of its node and worker into e's row of that node (own rows). */
 static void
 apply_update(SchedBatchFleet *e, const SchedFleetRow *fresh)

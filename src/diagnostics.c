@@ -739,14 +739,14 @@ Datum
 sched_fleet_mirror_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[10];
-	bool		nulls[10] = {0};
+	Datum		values[12];
+	bool		nulls[12] = {0};
 	SchedMirrorStats st;
 
-	/* 0.1.0 declares the first 9 columns, 0.2.0 all 10 */
+	/* 0.1.0 declares the first 9 columns, 0.2.0 all 12 */
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE ||
-		(desc->natts != 9 && desc->natts != 10))
-		elog(ERROR, "pg_sched: _fleet_mirror_stats must return a record of 9 or 10 columns");
+		(desc->natts != 9 && desc->natts != 12))
+		elog(ERROR, "pg_sched: _fleet_mirror_stats must return a record of 9 or 12 columns");
 	sched_fleet_mirror_get_stats(&st);
 	values[0] = BoolGetDatum(st.usable);
 	values[1] = Int32GetDatum(st.capabilities);
@@ -758,6 +758,8 @@ sched_fleet_mirror_stats(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum(st.bypassed);
 	values[8] = Int64GetDatum(st.losses);
 	values[9] = Int64GetDatum(st.rows_patched);
+	values[10] = Int64GetDatum(st.admissions_walked);
+	values[11] = Int64GetDatum(st.admissions_carried);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 

@@ -427,6 +427,8 @@ static struct
 	int64		full_loads;
 	int64		rows_reread;
 	int64		rows_patched;
+	int64		admissions_walked;	/* memo admissions that read every row */
+	int64		admissions_carried; /* and that read the rows carried (admit_memo.c) */
 	int64		bypassed;
 	int64		losses;
 } M;
@@ -1396,7 +1398,28 @@ sched_fleet_mirror_admit(const SchedFleet *fleet, const SchedPlacement *p, Sched
 
 	if (memos == NULL)
 		return sched_fleet_admit(p, fleet, out);
+	M.admissions_walked++;
 	return sched_admit_memos_admit(memos, fleet, p, out);
+}
+
+int
+sched_fleet_mirror_admit_best(const SchedFleet *fleet, const SchedPlacement *p,
+							  SchedRanked *out, const SchedRanked **bound)
+{
+	SchedAdmitMemos *memos = memos_of(fleet);
+
+	bool		walked;
+	int			n;
+
+	*bound = NULL;
+	if (memos == NULL)
+		return sched_fleet_admit(p, fleet, out);
+	n = sched_admit_memos_best(memos, fleet, p, out, bound, &walked);
+	if (walked)
+		M.admissions_walked++;
+	else
+		M.admissions_carried++;
+	return n;
 }
 
 /* This backend's mirror, for sched._fleet_mirror_stats() (diagnostics.c). */
@@ -1417,6 +1440,8 @@ sched_fleet_mirror_get_stats(SchedMirrorStats *out)
 	out->bypassed = M.bypassed;
 	out->losses = M.losses;
 	out->rows_patched = M.rows_patched;
+	out->admissions_walked = M.admissions_walked;
+	out->admissions_carried = M.admissions_carried;
 }
 
 static bool

@@ -630,11 +630,80 @@ drop_taken(SchedRanked *ranked, int n, char **taken, int ntaken)
 }
 
 /*
+ * What a dispatch adds to the scores of ranked[from..n-1] before it tries them: the
+ * spread term (when counted), the running attempts of concurrent reservations (held:
+ * ranked last, inflight.c), the node that lost the step last (moved to the end).  Each
+ * only ranks a candidate later.  Returns whether the last entry is the avoided node.
+ */
+static bool
+adjust_candidates(const SchedRequestRow *req, const SchedPlacementArgs *args,
+				  const SchedFleet *fleet, const SchedSpread *spread, SchedRanked *ranked,
+				  int from, int n)
+{
+	if (args->spread_key != NULL)
+		sched_spread_score(spread, ranked + from, n - from);
+	sched_inflight_project(ranked + from, n - from, fleet);
+	return avoid_last(ranked + from, n - from, req->avoid_node_id);
+}
+
+/*
+ * ranked[0..tried-1] (candidates tried already) followed by every other admitted
+ * candidate of fleet, adjusted: the candidates a dispatch tries once the rows the mirror
+ * carried gave none that ranks first for certain.  Returns the new array (n into *n).
+ */
+static SchedRanked *
+rank_every_candidate(const SchedRequestRow *req, const SchedPlacementArgs *args,
+					 SchedFleet *fleet, SchedBatch *cache, const SchedSpread *spread,
+					 char **taken, int ntaken, const SchedRanked *ranked, int tried,
+					 int *n, bool *avoided_last)
+{
+	int			size = Max(fleet->count, 1) + tried;
+	SchedRanked *all;
+	bool	   *was_tried = palloc0(sizeof(bool) * Max(fleet->count, 1));
+	int			nall;
+	int			kept = tried;
+	int			i;
+
+	/* a batch's placements share one array (a call's memory stays flat) */
+	if (cache == NULL)
+		all = palloc(sizeof(SchedRanked) * size);
+	else
+	{
+		if (cache->ranked_all_size < size)
+		{
+			if (cache->ranked_all != NULL)
+				pfree(cache->ranked_all);
+			cache->ranked_all = MemoryContextAlloc(cache->cxt, sizeof(SchedRanked) * size);
+			cache->ranked_all_size = size;
+		}
+		all = cache->ranked_all;
+	}
+
+	memcpy(all, ranked, sizeof(SchedRanked) * tried);
+	for (i = 0; i < tried; i++)
+		was_tried[ranked[i].index] = true;
+	nall = sched_batch_admit(cache, fleet, &args->p, all + tried);
+	nall = drop_taken(all + tried, nall, taken, ntaken);
+	for (i = 0; i < nall; i++)
+		if (!was_tried[all[tried + i].index])
+			all[kept++] = all[tried + i];
+	*avoided_last = adjust_candidates(req, args, fleet, spread, all, tried, kept);
+	*n = kept;
+	pfree(was_tried);
+	return all;
+}
+
+/*
  * Stages 2, 3 and 5 for one request, locked and ready: candidates ranked on a fresh
  * snapshot (minus the nodes in taken: a gang's distinct_nodes), then pairs tried in
  * rank order until one is reserved.  may_wait: a first dispatch, which may wait once
  * for the transaction holding the best pair.  False when no pair could be reserved
  * (res->conflicts counts the candidates held or refused by the re-check).
+ *
+ * The candidates are first only the rows the fleet mirror carries for the shape
+ * (sched_batch_admit_best): a carried candidate that, adjusted, ranks before the bound
+ * ranks before every other row, so it is tried as the full ranking would try it; at the
+ * first candidate that does not (or none left), every admitted row is ranked.
  */
 static bool
 place_request(const SchedRequestRow *req, const SchedPlacementArgs *args, bool may_wait,
@@ -643,6 +712,7 @@ place_request(const SchedRequestRow *req, const SchedPlacementArgs *args, bool m
 	SchedFleet	local;
 	SchedFleet *fleet = &local;
 	SchedRanked *ranked;
+	const SchedRanked *bound;
 	int			n;
 	int			i;
 	int		   *skipped;
@@ -659,29 +729,41 @@ place_request(const SchedRequestRow *req, const SchedPlacementArgs *args, bool m
 		sched_fleet_read(args->p.capability, SCHED_FLEET_FRESH | sched_fleet_flags_for(&args->p, false),
 						 &args->p, &local);
 	ranked = cache != NULL ? cache->ranked : palloc(sizeof(SchedRanked) * Max(fleet->count, 1));
-	n = sched_batch_admit(cache, fleet, &args->p, ranked);
+	n = sched_batch_admit_best(cache, fleet, &args->p, ranked, &bound);
 	n = drop_taken(ranked, n, taken, ntaken);
-	if (args->spread_key != NULL && n > 0)
+	if (args->spread_key != NULL && (n > 0 || bound != NULL))
 	{
 		/* the batch's reservations so far count: they are written first */
 		if (cache != NULL && cache->defer)
 			sched_batch_flush(cache);
 		sched_spread_count(args->spread_key, true, fleet, &spread);
-		sched_spread_score(&spread, ranked, n);
 	}
 	res->conflicts += busy_admissible(&args->p, fleet);
 	/* try first what will be best once concurrent reservations commit (inflight.c) */
-	sched_inflight_project(ranked, n, fleet);
-	avoided_last = avoid_last(ranked, n, req->avoid_node_id);
+	avoided_last = adjust_candidates(req, args, fleet, &spread, ranked, 0, n);
 	skipped = palloc(sizeof(int) * SKIPPED_MAX);
 	lockers = palloc(sizeof(TransactionId) * SKIPPED_MAX);
-	for (i = 0; i < n; i++)
+	for (i = 0;; i++)
 	{
 		SchedFleetRow fresh;
 		bool		locked;
 		TransactionId locker;
 
-		select_next(ranked, n, i, avoided_last);
+		if (i < n)
+			select_next(ranked, n, i, avoided_last);
+		if (bound != NULL &&
+			(i >= n || (avoided_last && i == n - 1) ||
+			 sched_ranked_order(&ranked[i], bound) >= 0))
+		{
+			/* rows not carried may rank before it */
+			ranked = rank_every_candidate(req, args, fleet, cache, &spread, taken, ntaken,
+										  ranked, i, &n, &avoided_last);
+			bound = NULL;
+			if (i < n)
+				select_next(ranked, n, i, avoided_last);
+		}
+		if (i >= n)
+			break;
 		if (lock_and_recheck(args, &fleet->rows[ranked[i].index], cache, &locked, &locker,
 							 &fresh))
 		{

@@ -30,6 +30,7 @@ char	   *sched_databases = NULL;
 bool		sched_notify_workers = false;
 bool		sched_preemption = false;
 int			sched_preemption_hold_s = 30;
+bool		sched_fleet_mirror_carry = true;
 
 /* Defines every sched.* setting (module.c, at load). */
 void
@@ -95,6 +96,11 @@ sched_define_settings(void)
 							 "Whether placement reads the fleet from this backend's mirror, re-reading only nodes that changed.",
 							 "Needs pg_sched in shared_preload_libraries; off reads every worker of the capability at every call.",
 							 &sched_fleet_mirror, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("sched.fleet_mirror_carry",
+							 "Whether a placement chooses among the best rows kept from the last pass over the fleet when one of them ranks first for certain.",
+							 "Off: every placement ranks every row of the fleet (the same choice, for comparisons).",
+							 &sched_fleet_mirror_carry, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("sched.dispatch_concurrency",
 							"Placement calls (dispatch_next, dispatch_attempt) of the cluster that run at once; the others wait their turn.",

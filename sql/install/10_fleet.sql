@@ -73,11 +73,14 @@ ALTER TABLE sched.worker ENABLE ALWAYS TRIGGER fleet_truncated;
 
 /* This backend's fleet mirror: whether it is in use, what it holds, and its counters
  * since the backend started (rows_patched: rows whose counters were taken from the row
- * version a change wrote, without a statement). */
+ * version a change wrote, without a statement; admissions_walked and admissions_carried:
+ * placements judged with an admission memo over every row of a fleet, and over only the
+ * rows the memo carried from its last walk). */
 CREATE FUNCTION sched._fleet_mirror_stats(
     OUT usable boolean, OUT capabilities int, OUT rows_held int, OUT pending int,
     OUT refreshes bigint, OUT full_loads bigint, OUT rows_reread bigint,
-    OUT bypassed bigint, OUT losses bigint, OUT rows_patched bigint)
+    OUT bypassed bigint, OUT losses bigint, OUT rows_patched bigint,
+    OUT admissions_walked bigint, OUT admissions_carried bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'sched_fleet_mirror_stats'
 LANGUAGE C VOLATILE;

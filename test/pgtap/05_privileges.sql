@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(1014);
+SELECT plan(1016);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -725,6 +725,11 @@ SELECT throws_ok($$SELECT set_config('sched.heartbeat_ttl', '86400s', true)$$, '
     'permission denied to set parameter "sched.heartbeat_ttl"', 'nor set_config(..., is_local => true)');
 SELECT lives_ok($$SET sched.notify_workers = off$$, 'a sched_worker may SET sched.notify_workers = off');
 SELECT is(current_setting('sched.notify_workers'), 'off', 'sched.notify_workers is off for the session');
+SELECT lives_ok($$SET sched.fleet_mirror_carry = off$$,
+                'a sched_worker may SET sched.fleet_mirror_carry = off (its own placements only)');
+SELECT is((SELECT context FROM pg_settings WHERE name = 'sched.fleet_mirror_carry'), 'user',
+          'sched.fleet_mirror_carry is a user setting');
+RESET sched.fleet_mirror_carry;
 RESET ROLE;
 SELECT is(sched.setting_seconds('sched.lease_ttl') || ' ' || sched.setting_seconds('sched.heartbeat_ttl'),
           (SELECT string_agg(sched.setting_seconds(n)::text, ' ' ORDER BY o)
