@@ -12,12 +12,12 @@
  *
  * A memo also carries the best SCHED_ADMIT_TOP rows of its last walk over every row, and
  * the worst of them as a bound: no other row ranked before it (the mirror's memos across
- * calls, a batch's copy of them for the rest of its call).  A row's score changes only when the row does (the mirror forgets it, and the memo
- * judges it at the next call: if it now ranks before the bound it is carried too), so
- * sched_admit_memos_best gives the carried rows and a caller that ranks one of them
- * before the bound (after lowering scores for what it adds: running attempts in flight,
- * spread) knows it ranks before every row of the fleet without reading them; a walk is
- * needed only when none does.
+ * calls, a batch's copy of them for the rest of its call).  A row's score changes only
+ * when the row does (the mirror forgets it, and the memo judges it at the next call: if
+ * it now ranks before the bound it is carried too), so sched_admit_memos_best gives the
+ * carried rows, and a caller that ranks one of them before the bound (after lowering
+ * scores for what it adds: running attempts in flight, spread) knows it ranks before
+ * every row of the fleet without reading them; a walk is needed only when none does.
  *
  * Memory: each memo lives in a context of its own (a child of the set's parent), so a
  * memo that gives way to another shape frees its copy of the placement.
@@ -365,7 +365,7 @@ sched_admit_memos_best(SchedAdmitMemos *set, const SchedFleet *fleet,
 	if (!carried)
 	{
 		*bound = NULL;
-		return memo_walk(m, fleet, p, out, true);
+		return memo_walk(m, fleet, p, out, sched_fleet_mirror_carry);
 	}
 	m->ndirty = 0;
 	m->judged_count = fleet->count;
