@@ -46,13 +46,19 @@ SELECT count(*) AS nodes FROM (
                                  at => '2026-01-01 00:00:00+00')
       FROM generate_series(1, 300) i) s;
 
--- 600 requests: even ones prefer tier fast (another shape)
-SELECT count(sched.submit(gen_random_uuid(), gen_random_uuid(), 'c', '1',
-                          preferred_labels => CASE WHEN i % 2 = 0 THEN '{"tier": "fast"}'::jsonb
-                                                   ELSE '{}'::jsonb END,
-                          reserve_cpu_millis => 500,
-                          available_at => '2025-12-31 23:00:00+00')) AS submitted
-  FROM generate_series(1, 600) i;
+-- n requests of capability c, ready, every fast_every-th preferring tier fast (another
+-- shape)
+CREATE FUNCTION pg_temp.submit_requests(n int, fast_every int) RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT count(sched.submit(gen_random_uuid(), gen_random_uuid(), 'c', '1',
+                              preferred_labels => CASE WHEN i % fast_every = 0
+                                                       THEN '{"tier": "fast"}'::jsonb
+                                                       ELSE '{}'::jsonb END,
+                              reserve_cpu_millis => 500,
+                              available_at => '2025-12-31 23:00:00+00'))
+      FROM generate_series(1, n) i
+$$;
+SELECT pg_temp.submit_requests(600, 2) AS submitted;
 
 CREATE TABLE step_log (step int, action text, expected text, chosen text, outcome text,
                        memos_wrong int);
@@ -247,12 +253,7 @@ CREATE TABLE batch_log (round int, differ int, placed int, walks_off bigint);
 SELECT count(*) > 0 AS heartbeats FROM (
     SELECT sched.heartbeat(w.worker_id, w.generation, '2026-01-01 03:00:00+00')
       FROM sched.worker w) h;
-SELECT count(sched.submit(gen_random_uuid(), gen_random_uuid(), 'c', '1',
-                          preferred_labels => CASE WHEN i % 3 = 0 THEN '{"tier": "fast"}'::jsonb
-                                                   ELSE '{}'::jsonb END,
-                          reserve_cpu_millis => 500,
-                          available_at => '2025-12-31 23:00:00+00')) AS submitted
-  FROM generate_series(1, 400) i;
+SELECT pg_temp.submit_requests(400, 3) AS submitted;
 CALL pg_temp.batches(30, '2026-01-01 03:00:00+00');
 SELECT count(*) AS rounds, sum(placed) AS placed, sum(differ) AS placements_differ
   FROM batch_log;
