@@ -961,6 +961,16 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
 	int			count;
 	int			i;
 
+	if (first_only && q->tenant == NULL)
+	{
+		/* the same row as ready_shapes_any_tenant's with $4 = 1, without a statement */
+		int64		shape;
+		SchedPlacementArgs placement;
+
+		if (sched_request_first_ready_shape(q->at, q->capability, &shape, &placement))
+			(void) shape_entry(j, shape, 0, &placement, q);
+		return;
+	}
 	v[0] = TimestampTzGetDatum(q->at);
 	v[1] = text_or_null(q->capability, &n[1]);
 	v[2] = text_or_null(q->tenant, &n[2]);
