@@ -98,6 +98,9 @@ extern void sched_index_scan_begin(SchedIndexScan *s, const char *table, const c
 extern bool sched_index_scan_next(SchedIndexScan *s);
 /* The scan's next row from the end of the index backwards. */
 extern bool sched_index_scan_prev(SchedIndexScan *s);
+/* The scan started again with other keys (the same snapshot; as many keys as it began
+ * with). */
+extern void sched_index_scan_rescan(SchedIndexScan *s, ScanKeyData *keys, int nkeys);
 /* sched_index_scan_begin with the snapshot a statement would take now (this transaction's
  * own writes made visible), released by sched_index_scan_end. */
 extern void sched_index_scan_begin_fresh(SchedIndexScan *s, const char *table,

@@ -439,6 +439,12 @@ sched_index_scan_prev(SchedIndexScan *s)
 }
 
 void
+sched_index_scan_rescan(SchedIndexScan *s, ScanKeyData *keys, int nkeys)
+{
+	index_rescan(s->scan, keys, nkeys, NULL, 0);
+}
+
+void
 sched_index_scan_begin_fresh(SchedIndexScan *s, const char *table, const char *index,
 							 ScanKeyData *keys, int nkeys)
 {
