@@ -89,12 +89,22 @@ typedef struct SchedIndexScan
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	LOCKMODE	lockmode;		/* the table's */
-	Snapshot	own_snapshot;	/* registered by sched_index_lock_row, or NULL */
+	Snapshot	own_snapshot;	/* registered by sched_index_lock_row or _begin_fresh, or
+								 * NULL */
 } SchedIndexScan;
 
 extern void sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
 								   Snapshot snapshot, ScanKeyData *keys, int nkeys);
 extern bool sched_index_scan_next(SchedIndexScan *s);
+/* The scan's next row from the end of the index backwards. */
+extern bool sched_index_scan_prev(SchedIndexScan *s);
+/* The scan started again with other keys (the same snapshot; as many keys as it began
+ * with). */
+extern void sched_index_scan_rescan(SchedIndexScan *s, ScanKeyData *keys, int nkeys);
+/* sched_index_scan_begin with the snapshot a statement would take now (this transaction's
+ * own writes made visible), released by sched_index_scan_end. */
+extern void sched_index_scan_begin_fresh(SchedIndexScan *s, const char *table,
+										 const char *index, ScanKeyData *keys, int nkeys);
 extern void sched_index_scan_end(SchedIndexScan *s);
 
 /*

@@ -197,3 +197,26 @@ SELECT sched.finish_attempt(a.attempt_id, a.lease_version, 'SUCCEEDED', NULL, '2
   FROM sched.attempt a WHERE a.request_id = :p_big1;
 SELECT outcome, request_id = :p_big2 AS is_big2
   FROM sched.dispatch_next(1, 'paint', at => '2026-01-01 12:02:12+00');
+
+-- Requests not yet available do not count: with a slot free and 2,192 MB, a ready
+-- request that needs 6,000 MB waits, and requests of other shapes that would fit but are
+-- available only in an hour (their shapes higher than its, by the shapes' index) leave
+-- the call with nothing to try: nothing locked or written.
+SELECT sched.finish_attempt(a.attempt_id, a.lease_version, 'SUCCEEDED', NULL, '2026-01-01 12:02:13+00')
+  FROM sched.attempt a WHERE a.request_id = :p_small;
+SELECT sched.submit('e2000000-0000-4000-8000-000000000004', '52000000-0000-4000-8000-000000000004',
+                    'paint', '1.0', reserve_memory_mb => 6000,
+                    available_at => '2026-01-01 12:02:14+00') AS p_big3 \gset
+SELECT count(sched.submit(('e2000000-0000-4000-8000-0000000001' || lpad(i::text, 2, '0'))::uuid,
+                          ('52000000-0000-4000-8000-0000000001' || lpad(i::text, 2, '0'))::uuid,
+                          'paint', '1.0', reserve_memory_mb => 100 * i,
+                          available_at => '2026-01-01 13:00:00+00')) AS later
+  FROM generate_series(1, 8) i;
+SELECT count(*) > 0 AS a_later_shape_is_higher
+  FROM sched.request l, sched.request b
+ WHERE b.request_id = :p_big3 AND l.available_at = '2026-01-01 13:00:00+00' AND l.shape > b.shape;
+BEGIN;
+SELECT count(*) AS rows_returned FROM sched.dispatch_next(1, 'paint', at => '2026-01-01 12:02:15+00');
+SELECT count(*) AS request_rows_locked_or_written FROM sched.request
+ WHERE xmin = pg_current_xact_id()::xid OR xmax = pg_current_xact_id()::xid;
+COMMIT;

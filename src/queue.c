@@ -58,6 +58,8 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
+#include "utils/fmgroids.h"
+#include "access/stratnum.h"
 #include "utils/jsonb.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -299,24 +301,6 @@ static SchedStatement ready_shapes_any_tenant = {
 /* with a tenant, how many of a shape's last ready requests ready_shapes looks through */
 #define SHAPE_TENANT_LOOKAHEAD 64
 
-/* tenants with open requests (loose index scan, from the end of request_queue_idx, as
- * ready_shapes and for its reason: the placed requests' dead entries are at the start
- * of each tenant's range) and their weight; the order of the list does not matter
- * (tenant_before) */
-static SchedStatement tenant_list = {
-	"WITH RECURSIVE t(tenant) AS ( "
-	"  (SELECT r.tenant FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
-	"    ORDER BY r.tenant DESC LIMIT 1) "
-	"  UNION ALL "
-	"  SELECT (SELECT r.tenant FROM sched.request r WHERE r.state OPERATOR(pg_catalog.=) ANY ('{PENDING,CLAIMED}'::pg_catalog.text[]) "
-	"            AND r.tenant OPERATOR(pg_catalog.<) t.tenant ORDER BY r.tenant DESC LIMIT 1) "
-	"    FROM t WHERE t.tenant IS NOT NULL) "
-	"SELECT t.tenant, coalesce(w.weight, 1) "
-	"  FROM t LEFT JOIN sched.tenant w ON w.tenant OPERATOR(pg_catalog.=) t.tenant "
-	" WHERE t.tenant IS NOT NULL AND ($1::pg_catalog.text IS NULL OR t.tenant OPERATOR(pg_catalog.=) $1)",
-	1, {TEXTOID}
-};
-
 /* the live attempts of each tenant of $1, by its position in $1: the counters
  * sched.tenant_live keeps (counting attempts would cost as many as are live) */
 static SchedStatement tenant_live_sums = {
@@ -471,11 +455,84 @@ text_or_null(const char *s, char *null)
 	return s == NULL ? (Datum) 0 : CStringGetTextDatum(s);
 }
 
+/*
+ * The tenants with open requests (only `only`, when not NULL) and their weights, into
+ * q->tenants (order does not matter: tenant_before): a loose scan of request_queue_idx
+ * from its end, one probe a tenant (the placed requests' dead entries are at the start
+ * of each tenant's range), then each tenant's weight by sched.tenant's key (1 when not
+ * listed); in C, with a statement's snapshot, where the statement's start-up cost more
+ * than its run at every call.
+ */
+static void
+open_tenants(QueueScan *q, const char *only)
+{
+	SchedIndexScan s;
+	SchedIndexScan w;
+	ScanKeyData key;
+	Oid			collation;
+	int			size = 8;
+	int			i;
+
+	q->ntenants = 0;
+	q->tenants = palloc0(sizeof(QueueTenant) * size);
+	/* (a scan keeps the number of keys it began with: one, every tenant at first) */
+	if (only != NULL)
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(only));
+	else
+		ScanKeyEntryInitialize(&key, SK_ISNULL | SK_SEARCHNOTNULL, 1, InvalidStrategy,
+							   InvalidOid, InvalidOid, InvalidOid, (Datum) 0);
+	sched_index_scan_begin_fresh(&s, "request", "request_queue_idx", &key, 1);
+	collation = s.index->rd_indcollation[0];
+	if (only != NULL)
+	{
+		key.sk_collation = collation;
+		sched_index_scan_rescan(&s, &key, 1);
+	}
+	for (;;)
+	{
+		bool		found = false;
+		char	   *name;
+
+		while (!found && sched_index_scan_prev(&s))
+		{
+			char	   *state = sched_slot_text(s.slot, s.rel, "state");
+
+			found = strcmp(state, "PENDING") == 0 || strcmp(state, "CLAIMED") == 0;
+		}
+		if (!found)
+			break;
+		name = sched_slot_text(s.slot, s.rel, "tenant");
+		if (q->ntenants == size)
+		{
+			size *= 2;
+			q->tenants = repalloc(q->tenants, sizeof(QueueTenant) * size);
+			memset(q->tenants + q->ntenants, 0, sizeof(QueueTenant) * (size - q->ntenants));
+		}
+		q->tenants[q->ntenants++].name = name;
+		if (only != NULL)
+			break;
+		/* the next tenant down */
+		ScanKeyInit(&key, 1, BTLessStrategyNumber, F_TEXT_LT, CStringGetTextDatum(name));
+		key.sk_collation = collation;
+		sched_index_scan_rescan(&s, &key, 1);
+	}
+	for (i = 0; i < q->ntenants; i++)
+	{
+		QueueTenant *t = &q->tenants[i];
+
+		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(t->name));
+		sched_index_scan_begin(&w, "tenant", "tenant_pkey", s.own_snapshot, &key, 1);
+		t->weight = sched_index_scan_next(&w)
+			? Max(DatumGetInt32(sched_slot_value(w.slot, w.rel, "weight")), 1) : 1;
+		sched_index_scan_end(&w);
+	}
+	sched_index_scan_end(&s);
+}
+
 static void
 queue_begin(QueueScan *q, TimestampTz at, char *capability, char *tenant)
 {
 	Datum		v[1];
-	char		n[1];
 	uint64		i;
 
 	memset(q, 0, sizeof(*q));
@@ -485,16 +542,11 @@ queue_begin(QueueScan *q, TimestampTz at, char *capability, char *tenant)
 	q->tenant = tenant;
 	q->starving_queued_at = DT_NOBEGIN;
 
-	v[0] = text_or_null(tenant, &n[0]);
-	sched_spi_exec(&tenant_list, v, n, false, 0, SPI_OK_SELECT);
-	q->ntenants = (int) SPI_processed;
-	q->tenants = palloc0(sizeof(QueueTenant) * Max(q->ntenants, 1));
-	for (i = 0; i < SPI_processed; i++)
+	open_tenants(q, tenant);
+	for (i = 0; i < (uint64) q->ntenants; i++)
 	{
 		QueueTenant *t = &q->tenants[i];
 
-		t->name = sched_spi_text((int) i, 1);
-		t->weight = Max(sched_spi_int64((int) i, 2), 1);
 		t->sort_key = -get_float8_infinity();
 		t->queued_at = DT_NOBEGIN;
 		t->request_id = PG_INT64_MIN;
@@ -961,6 +1013,16 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
 	int			count;
 	int			i;
 
+	if (first_only && q->tenant == NULL)
+	{
+		/* the same row as ready_shapes_any_tenant's with $4 = 1, without a statement */
+		int64		shape;
+		SchedPlacementArgs placement;
+
+		if (sched_request_first_ready_shape(q->at, q->capability, &shape, &placement))
+			(void) shape_entry(j, shape, 0, &placement, q);
+		return;
+	}
 	v[0] = TimestampTzGetDatum(q->at);
 	v[1] = text_or_null(q->capability, &n[1]);
 	v[2] = text_or_null(q->tenant, &n[2]);

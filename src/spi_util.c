@@ -432,6 +432,30 @@ sched_index_scan_next(SchedIndexScan *s)
 	return index_getnext_slot(s->scan, ForwardScanDirection, s->slot);
 }
 
+bool
+sched_index_scan_prev(SchedIndexScan *s)
+{
+	return index_getnext_slot(s->scan, BackwardScanDirection, s->slot);
+}
+
+void
+sched_index_scan_rescan(SchedIndexScan *s, ScanKeyData *keys, int nkeys)
+{
+	index_rescan(s->scan, keys, nkeys, NULL, 0);
+}
+
+void
+sched_index_scan_begin_fresh(SchedIndexScan *s, const char *table, const char *index,
+							 ScanKeyData *keys, int nkeys)
+{
+	Snapshot	snapshot;
+
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	index_scan_open(s, table, index, snapshot, keys, nkeys, AccessShareLock);
+	s->own_snapshot = snapshot;
+}
+
 void
 sched_index_scan_end(SchedIndexScan *s)
 {
