@@ -168,6 +168,14 @@ BEGIN
     END LOOP;
 END $$;
 
+-- the setting takes a boolean, named in the error (22023)
+\set VERBOSITY sqlstate
+SET sched.fleet_mirror_carry = 'maybe';
+\set VERBOSITY terse
+SET sched.fleet_mirror_carry = 'maybe';
+\set VERBOSITY default
+SHOW sched.fleet_mirror_carry;
+
 SELECT admissions_walked AS walked0, admissions_carried AS carried0
   FROM sched._fleet_mirror_stats() \gset
 CALL pg_temp.run_steps(400);
