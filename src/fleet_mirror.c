@@ -1407,7 +1407,6 @@ sched_fleet_mirror_admit_best(const SchedFleet *fleet, const SchedPlacement *p,
 							  SchedRanked *out, const SchedRanked **bound)
 {
 	SchedAdmitMemos *memos = memos_of(fleet);
-
 	bool		walked;
 	int			n;
 
