@@ -700,7 +700,14 @@ def wait_check(env):
             result[key] = e
 
     def in_wait(d, previous=None):
-        """The waiter's backend while it sleeps in wait_commands, seen from the server."""
+        """The waiter's backend while it sleeps in wait_commands, seen from the server.
+
+        One row of pg_stat_activity takes backend_xmin from the status copy read first and
+        the wait event from the backend's PGPROC a moment later, so a waiter caught just as
+        it goes from its poll (snapshot held) to its sleep reads as both.  A backend seen
+        in the wait event is therefore read again, up to 50 times over a second, while it
+        stays asleep in the same call: the row returned is the first that shows no snapshot,
+        or the last one read if all 50 showed one (then the check fails, as it should)."""
         deadline = time.monotonic() + HANG
         while time.monotonic() < deadline:
             row = d.execute(
@@ -708,7 +715,18 @@ def wait_check(env):
                 " WHERE datname = %s AND usename = %s AND state = 'active' AND query LIKE %s",
                 (a.db, WORKER, "%wait_commands%")).fetchone()
             if row and row[2] == "Extension" and (previous is None or row[:2] != previous[:2]):
-                return row
+                seen = row
+                for _ in range(50):
+                    if seen is None or seen[4]:
+                        break
+                    time.sleep(0.02)
+                    again = d.execute(
+                        "SELECT pid, query_start, wait_event_type, wait_event, backend_xmin IS NULL"
+                        " FROM pg_stat_activity WHERE pid = %s AND state = 'active'", (row[0],)).fetchone()
+                    # out of the sleep (or the call) between two reads: look for the waiter again
+                    seen = again if again and again[:2] == row[:2] and again[2] == "Extension" else None
+                if seen is not None:
+                    return seen
             time.sleep(0.02)
         raise RuntimeError("the waiter was never seen sleeping in wait_commands")
 
