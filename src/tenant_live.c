@@ -27,18 +27,12 @@
 #include "utils/tuplestore.h"
 
 #include "spi_util.h"
+#include "tenant_live.h"
 
 PG_FUNCTION_INFO_V1(sched_attempt_live_changed);
 
 /* one tenant's change: live attempts, and what they reserve */
-typedef struct TenantDelta
-{
-	char	   *tenant;
-	int64		live;
-	int64		cpu_millis;
-	int64		memory_mb;
-	int64		gpus;
-} TenantDelta;
+typedef SchedTenantDelta TenantDelta;
 
 /* the columns of sched.attempt the sums read */
 typedef struct LiveColumns
@@ -119,51 +113,12 @@ by_tenant(const void *a, const void *b)
 	return strcmp(((const TenantDelta *) a)->tenant, ((const TenantDelta *) b)->tenant);
 }
 
-/*
- * sched._attempt_live_changed(): AFTER INSERT, UPDATE or DELETE FOR EACH STATEMENT on
- * sched.attempt, with the transition tables of its event (new_rows, old_rows), and
- * AFTER TRUNCATE.  Writes each tenant's change, in the order of the tenants' names.
- */
-Datum
-sched_attempt_live_changed(PG_FUNCTION_ARGS)
+void
+sched_tenant_live_add(SchedTenantDelta *deltas, int n)
 {
-	TriggerData *td = (TriggerData *) fcinfo->context;
-	TupleDesc	desc;
-	LiveColumns col;
-	TenantDelta *deltas;
-	int			n = 0;
-	int			cap = 8;
-	int			i;
 	int			backend = MyBackendId;
+	int			i;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("sched._attempt_live_changed() may only be called as a trigger")));
-	if (!TRIGGER_FIRED_AFTER(td->tg_event) || TRIGGER_FIRED_FOR_ROW(td->tg_event))
-		elog(ERROR, "sched._attempt_live_changed() must be an AFTER STATEMENT trigger");
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "pg_sched: SPI_connect failed");
-	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
-	{
-		sched_spi_exec(&tenant_live_emptied, NULL, NULL, false, 0, SPI_OK_DELETE);
-		SPI_finish();
-		return PointerGetDatum(NULL);
-	}
-
-	desc = RelationGetDescr(td->tg_relation);
-	col.tenant = sched_column_of(td->tg_relation, "tenant");
-	col.status = sched_column_of(td->tg_relation, "status");
-	col.cpu_millis = sched_column_of(td->tg_relation, "reserve_cpu_millis");
-	col.memory_mb = sched_column_of(td->tg_relation, "reserve_memory_mb");
-	col.gpus = sched_column_of(td->tg_relation, "reserve_gpus");
-
-	deltas = palloc(sizeof(TenantDelta) * cap);
-	if (td->tg_newtable != NULL)
-		collect(td->tg_newtable, desc, &col, 1, &deltas, &n, &cap);
-	if (td->tg_oldtable != NULL)
-		collect(td->tg_oldtable, desc, &col, -1, &deltas, &n, &cap);
 	if (n > 1)
 		qsort(deltas, n, sizeof(TenantDelta), by_tenant);
 
@@ -193,6 +148,52 @@ sched_attempt_live_changed(PG_FUNCTION_ARGS)
 			sched_spi_exec(&tenant_live_added, v, NULL, false, 0, SPI_OK_INSERT);
 		}
 	}
+}
+
+/*
+ * sched._attempt_live_changed(): AFTER INSERT, UPDATE or DELETE FOR EACH STATEMENT on
+ * sched.attempt, with the transition tables of its event (new_rows, old_rows), and
+ * AFTER TRUNCATE.  Writes each tenant's change, in the order of the tenants' names.
+ */
+Datum
+sched_attempt_live_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	LiveColumns col;
+	TenantDelta *deltas;
+	int			n = 0;
+	int			cap = 8;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("sched._attempt_live_changed() may only be called as a trigger")));
+	if (!TRIGGER_FIRED_AFTER(td->tg_event) || TRIGGER_FIRED_FOR_ROW(td->tg_event))
+		elog(ERROR, "sched._attempt_live_changed() must be an AFTER STATEMENT trigger");
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "pg_sched: SPI_connect failed");
+	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
+	{
+		sched_spi_exec(&tenant_live_emptied, NULL, NULL, false, 0, SPI_OK_DELETE);
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
+
+	desc = RelationGetDescr(td->tg_relation);
+	col.tenant = sched_column_of(td->tg_relation, "tenant");
+	col.status = sched_column_of(td->tg_relation, "status");
+	col.cpu_millis = sched_column_of(td->tg_relation, "reserve_cpu_millis");
+	col.memory_mb = sched_column_of(td->tg_relation, "reserve_memory_mb");
+	col.gpus = sched_column_of(td->tg_relation, "reserve_gpus");
+
+	deltas = palloc(sizeof(TenantDelta) * cap);
+	if (td->tg_newtable != NULL)
+		collect(td->tg_newtable, desc, &col, 1, &deltas, &n, &cap);
+	if (td->tg_oldtable != NULL)
+		collect(td->tg_oldtable, desc, &col, -1, &deltas, &n, &cap);
+	sched_tenant_live_add(deltas, n);
 	SPI_finish();
 	return PointerGetDatum(NULL);
 }
