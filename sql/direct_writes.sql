@@ -46,28 +46,40 @@ SELECT count(sched.submit(gen_random_uuid(), gen_random_uuid(), 'c', '1',
                           available_at => '2025-12-31 23:00:00+00')) AS submitted
   FROM generate_series(1, 40) i;
 
--- Everything the placements wrote, in one text: per request its attempt, command,
--- milestone and state; per worker and node its counters; per tenant its sums.
+-- Everything the placements and ends wrote, in one text: per request (by step and
+-- attempt number: a retry's request id comes from a sequence, which a rollback does not
+-- give back) its state, attempt, START command and the attempt's milestones (the
+-- selection's detail compared without its request id, the rest whole); the
+-- execution's own milestones; per worker and node its counters; per tenant its sums.
 CREATE FUNCTION pg_temp.written() RETURNS text
 LANGUAGE sql AS $$
     SELECT concat_ws(E'\n',
-      (SELECT string_agg(concat_ws(' ', r.request_id, r.state, r.tries, r.claim_id, r.claimed_until,
-                                   r.last_reason, r.shape, r.attempt_id IS NOT DISTINCT FROM a.attempt_id,
-                                   a.execution_id = r.execution_id, a.step_id = r.step_id,
-                                   a.attempt_number, a.tenant, a.node_id, a.worker_id, a.worker_generation,
-                                   a.lease_version, a.status, a.reserve_cpu_millis, a.reserve_memory_mb,
-                                   a.reserve_gpus, a.score, a.dispatched_at, a.started_at,
-                                   a.lease_expires_at, a.finished_at, a.detail, a.concurrency_key,
-                                   a.spread_key,
+      (SELECT string_agg(concat_ws(' ', r.step_id, r.attempt_number, r.state, r.tries, r.claim_id,
+                                   r.claimed_until, r.last_reason, r.shape, r.available_at,
+                                   r.attempt_id IS NOT DISTINCT FROM a.attempt_id,
+                                   a.request_id = r.request_id, a.execution_id = r.execution_id,
+                                   a.step_id = r.step_id, a.attempt_number, a.tenant, a.node_id,
+                                   a.worker_id, a.worker_generation, a.lease_version, a.status,
+                                   a.reserve_cpu_millis, a.reserve_memory_mb, a.reserve_gpus, a.score,
+                                   a.dispatched_at, a.started_at, a.lease_expires_at, a.finished_at,
+                                   a.detail, a.concurrency_key, a.spread_key,
                                    c.worker_id, c.worker_generation, c.kind, c.lease_version,
-                                   c.request_id, c.created_at, c.delivered_at, c.delivered_generation,
-                                   t.execution_id = r.execution_id, t.milestone_key, t.stage, t.step_id = r.step_id,
-                                   t.attempt_number, t.state, t.component, t.title, t.detail, t.at),
-                         E'\n' ORDER BY r.request_id)
+                                   c.request_id = r.request_id, c.created_at, c.delivered_at,
+                                   c.delivered_generation,
+                                   (SELECT string_agg(concat_ws(' ', t.execution_id = r.execution_id,
+                                                                t.milestone_key, t.stage,
+                                                                t.step_id = r.step_id, t.attempt_number,
+                                                                t.state, t.component, t.title,
+                                                                t.detail - 'request_id', t.at), '; '
+                                                      ORDER BY t.milestone_key)
+                                      FROM sched.timeline t WHERE t.attempt_id = a.attempt_id)),
+                         E'\n' ORDER BY r.step_id, r.attempt_number)
          FROM sched.request r
          LEFT JOIN sched.attempt a ON a.request_id = r.request_id
-         LEFT JOIN sched.command c ON c.attempt_id = a.attempt_id
-         LEFT JOIN sched.timeline t ON t.attempt_id = a.attempt_id),
+         LEFT JOIN sched.command c ON c.attempt_id = a.attempt_id AND c.kind = 'START'),
+      (SELECT string_agg(concat_ws(' ', t.execution_id, t.milestone_key, t.state, t.title, t.at), '; '
+                         ORDER BY t.execution_id, t.milestone_key)
+         FROM sched.timeline t WHERE t.attempt_id IS NULL),
       (SELECT string_agg(concat_ws(' ', w.node_id, w.live_attempts), ' ' ORDER BY w.node_id)
          FROM sched.worker w),
       (SELECT string_agg(concat_ws(' ', n.node_id, n.reserved_cpu_millis, n.reserved_memory_mb,
@@ -88,6 +100,16 @@ LANGUAGE sql AS $$
      WHERE schemaname = 'sched'
        AND funcname IN ('_attempt_live_changed', '_attempt_valid', '_command_valid',
                         '_request_valid', '_node_valid', '_worker_valid', '_fleet_changed')
+$$;
+
+-- The same, of the attempt's, worker's and node's checks and triggers only (an end of
+-- an attempt writes those three directly; a retry's new request is a statement).
+CREATE FUNCTION pg_temp.end_calls() RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions
+     WHERE schemaname = 'sched'
+       AND funcname IN ('_attempt_live_changed', '_attempt_valid', '_node_valid', '_worker_valid',
+                        '_fleet_changed')
 $$;
 
 -- The placements: one, a batch of 12, one of a given request, a batch of 5 of a tenant.
@@ -146,15 +168,53 @@ LANGUAGE sql AS $$
 $$;
 SELECT pg_temp.invariants() AS wrong_workers_nodes_tenants_mirror;
 
-SELECT count(*) AS started
-  FROM sched.worker w,
-       LATERAL sched.poll_commands(w.worker_id, w.generation, at => '2026-01-01 00:00:15+00') c,
-       LATERAL sched.start_attempt(c.attempt_id, c.lease_version, at => '2026-01-01 00:00:15+00') s;
-SELECT count(*) AS finished
-  FROM sched.attempt a,
-       LATERAL sched.finish_attempt(a.attempt_id, a.lease_version, 'SUCCEEDED',
-                                    at => '2026-01-01 00:00:16+00') f
- WHERE a.status = 'RUNNING' AND a.request_id % 2 = 0;
+-- the workers take and start their attempts: with the statements, then (after a
+-- rollback) directly, the same rows
+CREATE FUNCTION pg_temp.start() RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT count(*)
+      FROM sched.worker w,
+           LATERAL sched.poll_commands(w.worker_id, w.generation, at => '2026-01-01 00:00:15+00') c,
+           LATERAL sched.start_attempt(c.attempt_id, c.lease_version, at => '2026-01-01 00:00:15+00') s
+$$;
+BEGIN;
+SET LOCAL sched.direct_writes = off;
+SELECT pg_temp.start() AS started_by_statements;
+SELECT pg_temp.written() AS by_statements \gset
+ROLLBACK;
+BEGIN;
+SELECT pg_temp.end_calls() AS end_calls_before \gset
+SELECT pg_temp.start() AS started;
+SELECT pg_temp.written() AS directly \gset
+SELECT :'by_statements' = :'directly' AS same_rows,
+       (SELECT count(*) FROM sched.timeline WHERE milestone_key LIKE 'step.attempt.started:%') AS started_milestones;
+SELECT pg_temp.end_calls() - :end_calls_before AS executor_calls_of_the_starts;
+COMMIT;
+-- the ends of attempts release the counters and the sums: with the statements, then
+-- (after a rollback) directly, the same rows
+CREATE FUNCTION pg_temp.finish() RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT count(*)
+      FROM sched.attempt a,
+           LATERAL sched.finish_attempt(a.attempt_id, a.lease_version,
+                                        CASE WHEN a.request_id % 4 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END,
+                                        at => '2026-01-01 00:00:16+00') f
+     WHERE a.status = 'RUNNING' AND a.request_id % 2 = 0
+$$;
+BEGIN;
+SET LOCAL sched.direct_writes = off;
+SELECT pg_temp.finish() AS finished_by_statements;
+SELECT pg_temp.written() AS by_statements \gset
+ROLLBACK;
+BEGIN;
+SELECT pg_temp.end_calls() AS end_calls_before \gset
+SELECT pg_temp.finish() AS finished;
+SELECT pg_temp.written() AS directly \gset
+SELECT :'by_statements' = :'directly' AS same_rows,
+       (SELECT count(*) FROM sched.timeline WHERE milestone_key LIKE 'step.attempt.%') AS ended_milestones,
+       (SELECT count(*) FROM sched.request WHERE attempt_number = 2) AS retries;
+SELECT pg_temp.end_calls() - :end_calls_before AS executor_calls_of_the_ends;
+COMMIT;
 SELECT pg_temp.invariants() AS wrong_after_the_workers;
 
 -- More placements, directly, on counters the workers released.

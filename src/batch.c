@@ -290,6 +290,9 @@ adjust_reservation(const pg_uuid_t *worker_id, const char *node_id, int sign,
 {
 	Datum		v[6];
 
+	if (sched_counters_adjust_direct(worker_id, node_id, sign, reserve_cpu_millis,
+									 reserve_memory_mb, reserve_gpus))
+		return;
 	v[0] = UUIDPGetDatum(worker_id);
 	v[1] = Int32GetDatum(sign);
 	v[2] = CStringGetTextDatum(node_id);

@@ -273,38 +273,62 @@ command_inserted(SchedRowWriter *w, const SchedReservationWrite *r, TimestampTz 
 	sched_row_insert(w, v, n);
 }
 
+/*
+ * A milestone of the execution's timeline, unless it has one of that key (the
+ * statements' ON CONFLICT ON CONSTRAINT timeline_milestone_once DO NOTHING).  step_id,
+ * attempt_id and detail may be NULL, attempt_number 0 (NULL).  Only the transaction that
+ * holds the execution's or request's lock writes a milestone of a given key, so none of
+ * that key can be in flight in another transaction.
+ */
 static void
-milestone_inserted(SchedRowWriter *w, const SchedReservationWrite *r, TimestampTz at)
+milestone_inserted(SchedRowWriter *w, const pg_uuid_t *execution_id, const char *key,
+				   const char *stage, const pg_uuid_t *step_id, int32 attempt_number,
+				   const pg_uuid_t *attempt_id, const char *state, const char *component,
+				   const char *title, Datum detail, bool detail_null, TimestampTz at)
 {
 	Datum		v[T_COUNT];
 	bool		n[T_COUNT];
 	ScanKeyData keys[2];
-	char	   *milestone;
 
-	milestone = psprintf("step.worker.selected:%s:%d", sched_uuid_out(&r->step_id),
-						 r->attempt_number);
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(&r->execution_id));
-	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(milestone));
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(execution_id));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(key));
 	keys[1].sk_collation = DEFAULT_COLLATION_OID;	/* milestone_key's */
 	if (sched_row_exists(w, "timeline_milestone_once", keys, 2))
 		return;
 	memset(n, 0, sizeof(n));
 	v[T_TIMELINE_ID] = next_of("timeline_id_seq");
-	v[T_EXECUTION_ID] = UUIDPGetDatum(&r->execution_id);
-	v[T_MILESTONE_KEY] = CStringGetTextDatum(milestone);
-	v[T_STAGE] = CStringGetTextDatum("SCHEDULING");
-	v[T_STEP_ID] = UUIDPGetDatum(&r->step_id);
-	v[T_ATTEMPT_NUMBER] = Int32GetDatum(r->attempt_number);
-	v[T_ATTEMPT_ID] = UUIDPGetDatum(&r->attempt_id);
-	v[T_STATE] = CStringGetTextDatum("SUCCEEDED");
-	v[T_COMPONENT] = CStringGetTextDatum("Scheduler");
-	v[T_TITLE] = CStringGetTextDatum("Node and worker selected");
-	v[T_DETAIL] = milestone_detail(r);
+	v[T_EXECUTION_ID] = UUIDPGetDatum(execution_id);
+	v[T_MILESTONE_KEY] = CStringGetTextDatum(key);
+	v[T_STAGE] = CStringGetTextDatum(stage);
+	n[T_STEP_ID] = step_id == NULL;
+	v[T_STEP_ID] = step_id == NULL ? (Datum) 0 : UUIDPGetDatum(step_id);
+	n[T_ATTEMPT_NUMBER] = attempt_number <= 0;
+	v[T_ATTEMPT_NUMBER] = Int32GetDatum(attempt_number);
+	n[T_ATTEMPT_ID] = attempt_id == NULL;
+	v[T_ATTEMPT_ID] = attempt_id == NULL ? (Datum) 0 : UUIDPGetDatum(attempt_id);
+	v[T_STATE] = CStringGetTextDatum(state);
+	v[T_COMPONENT] = CStringGetTextDatum(component);
+	v[T_TITLE] = CStringGetTextDatum(title);
+	n[T_DETAIL] = detail_null;
+	v[T_DETAIL] = detail_null ? (Datum) 0 : detail;
 	v[T_AT] = TimestampTzGetDatum(at);
 	sched_row_insert(w, v, n);
 }
 
-/* One worker's or node's share of the reservations: how many, and what they reserve. */
+/* The selection milestone of reservation r. */
+static void
+selected_milestone(SchedRowWriter *w, const SchedReservationWrite *r, TimestampTz at)
+{
+	milestone_inserted(w, &r->execution_id,
+					   psprintf("step.worker.selected:%s:%d", sched_uuid_out(&r->step_id),
+								r->attempt_number),
+					   "SCHEDULING", &r->step_id, r->attempt_number, &r->attempt_id,
+					   "SUCCEEDED", "Scheduler", "Node and worker selected",
+					   milestone_detail(r), false, at);
+}
+
+/* One worker's or node's share of the reservations: how many, and what they reserve
+ * (negative: released). */
 typedef struct CounterSum
 {
 	const SchedReservationWrite *first;
@@ -314,32 +338,31 @@ typedef struct CounterSum
 	int64		gpus;
 } CounterSum;
 
-static void
-worker_counted(SchedRowWriter *w, const CounterSum *sum)
+/* The worker's live_attempts moved by count; false when it has no row. */
+static bool
+worker_counted(SchedRowWriter *w, const pg_uuid_t *worker_id, int64 count)
 {
 	static const char *const names[] = {"live_attempts"};
 	ScanKeyData key;
 	HeapTuple	old;
 	Datum		v[1];
 	bool		n[1] = {false};
-	bool		isnull;
 	Datum		live;
 
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ,
-				UUIDPGetDatum(&sum->first->worker_id));
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(worker_id));
 	old = sched_row_lock(w, "worker_pkey", &key, 1);
 	if (old == NULL)
-		elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " found no worker row",
-			 sum->first->request_id);
+		return false;
 	live = heap_getattr(old, sched_column_of(w->rel, "live_attempts"), RelationGetDescr(w->rel),
-						&isnull);
-	n[0] = isnull;
-	v[0] = isnull ? (Datum) 0 : Int32GetDatum(add_int32(DatumGetInt32(live), sum->count));
+						&n[0]);
+	v[0] = n[0] ? (Datum) 0 : Int32GetDatum(add_int32(DatumGetInt32(live), count));
 	(void) sched_row_update(w, old, names, v, n, 1);
+	return true;
 }
 
-static void
-node_counted(SchedRowWriter *w, const CounterSum *sum)
+/* The node's reservations and live_attempts moved by sum; false when it has no row. */
+static bool
+node_counted(SchedRowWriter *w, const char *node_id, const CounterSum *sum)
 {
 	static const char *const names[] = {"reserved_cpu_millis", "reserved_memory_mb",
 	"reserved_gpus", "live_attempts"};
@@ -350,12 +373,11 @@ node_counted(SchedRowWriter *w, const CounterSum *sum)
 	bool		n[4];
 	int			k;
 
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(sum->first->node_id));
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(node_id));
 	key.sk_collation = C_COLLATION_OID; /* node_id's */
 	old = sched_row_lock(w, "node_pkey", &key, 1);
 	if (old == NULL)
-		elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " found no node row",
-			 sum->first->request_id);
+		return false;
 	for (k = 0; k < 4; k++)
 	{
 		Datum		d = heap_getattr(old, sched_column_of(w->rel, names[k]), desc, &n[k]);
@@ -372,6 +394,7 @@ node_counted(SchedRowWriter *w, const CounterSum *sum)
 			v[k] = Int32GetDatum(add_int32(DatumGetInt32(d), sum->count));
 	}
 	(void) sched_row_update(w, old, names, v, n, 4);
+	return true;
 }
 
 /* The reservations summed by worker (by_node false) or node (true), into sums; their
@@ -439,7 +462,7 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 		request_dispatched(&w[W_REQUEST], &r[i], &ckey, &ckey_null, &skey, &skey_null);
 		attempt_inserted(&w[W_ATTEMPT], &r[i], at, ckey, ckey_null, skey, skey_null);
 		command_inserted(&w[W_COMMAND], &r[i], at);
-		milestone_inserted(&w[W_TIMELINE], &r[i], at);
+		selected_milestone(&w[W_TIMELINE], &r[i], at);
 		deltas[i].tenant = (char *) r[i].tenant;
 		deltas[i].live = 1;
 		deltas[i].cpu_millis = r[i].reserve_cpu_millis;
@@ -449,10 +472,14 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 	sums = palloc(sizeof(CounterSum) * n);
 	nsums = sum_by(r, n, false, sums);
 	for (k = 0; k < nsums; k++)
-		worker_counted(&w[W_WORKER], &sums[k]);
+		if (!worker_counted(&w[W_WORKER], &sums[k].first->worker_id, sums[k].count))
+			elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " found no worker row",
+				 sums[k].first->request_id);
 	nsums = sum_by(r, n, true, sums);
 	for (k = 0; k < nsums; k++)
-		node_counted(&w[W_NODE], &sums[k]);
+		if (!node_counted(&w[W_NODE], sums[k].first->node_id, &sums[k]))
+			elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " found no node row",
+				 sums[k].first->request_id);
 
 	for (k = 0; k < W_COUNT; k++)
 		sched_row_writer_close(&w[k]);
@@ -462,6 +489,203 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 	pfree(deltas);
 	pfree(sums);
 	/* what was written is seen by what the call reads next, as after a statement */
+	CommandCounterIncrement();
+	return true;
+}
+
+bool
+sched_counters_adjust_direct(const pg_uuid_t *worker_id, const char *node_id, int sign,
+							 int32 reserve_cpu_millis, int64 reserve_memory_mb,
+							 int32 reserve_gpus)
+{
+	SchedRowWriter w[2];
+	EState	   *estate;
+	CounterSum	sum;
+
+	if (!sched_direct_writes)
+		return false;
+	estate = CreateExecutorState();
+	if (!sched_row_writer_open(&w[0], &worker_shape, estate))
+	{
+		FreeExecutorState(estate);
+		return false;
+	}
+	if (!sched_row_writer_open(&w[1], &node_shape, estate))
+	{
+		sched_row_writer_close(&w[0]);
+		FreeExecutorState(estate);
+		return false;
+	}
+	memset(&sum, 0, sizeof(sum));
+	sum.count = sign;
+	sum.cpu_millis = (int64) sign * reserve_cpu_millis;
+	sum.memory_mb = (int64) sign * reserve_memory_mb;
+	sum.gpus = (int64) sign * reserve_gpus;
+	/* the statement's order: the worker, then the node, either way */
+	(void) worker_counted(&w[0], worker_id, sign);
+	(void) node_counted(&w[1], node_id, &sum);
+	sched_row_writer_close(&w[0]);
+	sched_row_writer_close(&w[1]);
+	FreeExecutorState(estate);
+	CommandCounterIncrement();
+	return true;
+}
+
+bool
+sched_milestone_direct(const pg_uuid_t *execution_id, const char *key, const char *stage,
+					   const pg_uuid_t *step_id, int32 attempt_number,
+					   const pg_uuid_t *attempt_id, const char *state, const char *component,
+					   const char *title, Datum detail, bool detail_null, TimestampTz at)
+{
+	SchedRowWriter w;
+	EState	   *estate;
+
+	if (!sched_direct_writes)
+		return false;
+	estate = CreateExecutorState();
+	if (!sched_row_writer_open(&w, &timeline_shape, estate))
+	{
+		FreeExecutorState(estate);
+		return false;
+	}
+	milestone_inserted(&w, execution_id, key, stage, step_id, attempt_number, attempt_id,
+					   state, component, title, detail, detail_null, at);
+	sched_row_writer_close(&w);
+	FreeExecutorState(estate);
+	CommandCounterIncrement();
+	return true;
+}
+
+/* Whether status (a text Datum) is a live one. */
+static bool
+live_status(Datum status)
+{
+	char	   *s = TextDatumGetCString(status);
+
+	return strcmp(s, "DISPATCHED") == 0 || strcmp(s, "RUNNING") == 0;
+}
+
+/* The tenant's share of attempt row tup (of w's table), counted sign. */
+static void
+attempt_delta(SchedRowWriter *w, HeapTuple tup, int sign, SchedTenantDelta *d)
+{
+	TupleDesc	desc = RelationGetDescr(w->rel);
+	bool		isnull;
+
+	d->tenant = TextDatumGetCString(heap_getattr(tup, sched_column_of(w->rel, "tenant"), desc,
+												 &isnull));
+	d->live = sign;
+	d->cpu_millis = sign * (int64) DatumGetInt32(heap_getattr(tup, sched_column_of(w->rel, "reserve_cpu_millis"),
+															  desc, &isnull));
+	d->memory_mb = sign * DatumGetInt64(heap_getattr(tup, sched_column_of(w->rel, "reserve_memory_mb"),
+													 desc, &isnull));
+	d->gpus = sign * (int64) DatumGetInt32(heap_getattr(tup, sched_column_of(w->rel, "reserve_gpus"),
+														desc, &isnull));
+}
+
+bool
+sched_attempt_end_direct(const pg_uuid_t *attempt_id, const char *status, TimestampTz at,
+						 Datum detail, bool detail_null, bool *found)
+{
+	static const char *const names[] = {"status", "finished_at", "detail"};
+	SchedRowWriter w;
+	EState	   *estate;
+	ScanKeyData key;
+	HeapTuple	old;
+	HeapTuple	new;
+	Datum		v[3];
+	bool		n[3] = {false, false, false};
+	bool		isnull;
+	SchedTenantDelta deltas[2];
+	int			ndeltas = 0;
+
+	if (!sched_direct_writes)
+		return false;
+	estate = CreateExecutorState();
+	if (!sched_row_writer_open(&w, &attempt_shape, estate))
+	{
+		FreeExecutorState(estate);
+		return false;
+	}
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(attempt_id));
+	old = sched_row_lock(&w, "attempt_pkey", &key, 1);
+	*found = old != NULL;
+	if (old != NULL)
+	{
+		v[0] = CStringGetTextDatum(status);
+		v[1] = TimestampTzGetDatum(at);
+		/* detail = COALESCE($4, x.detail) */
+		if (detail_null)
+			v[2] = heap_getattr(old, sched_column_of(w.rel, "detail"), RelationGetDescr(w.rel),
+								&n[2]);
+		else
+			v[2] = detail;
+		new = sched_row_update(&w, old, names, v, n, 3);
+		/* the statement trigger's sums: the old row's share out, the new row's in */
+		if (live_status(heap_getattr(old, sched_column_of(w.rel, "status"), RelationGetDescr(w.rel),
+									 &isnull)))
+			attempt_delta(&w, old, -1, &deltas[ndeltas++]);
+		if (live_status(v[0]))
+			attempt_delta(&w, new, 1, &deltas[ndeltas++]);
+	}
+	sched_row_writer_close(&w);
+	FreeExecutorState(estate);
+	sched_tenant_live_add(deltas, ndeltas);
+	CommandCounterIncrement();
+	return true;
+}
+
+bool
+sched_attempt_start_direct(const pg_uuid_t *attempt_id, TimestampTz at, TimestampTz *expires)
+{
+	static const char *const names[] = {"status", "started_at", "lease_expires_at"};
+	SchedRowWriter w;
+	EState	   *estate;
+	ScanKeyData key;
+	HeapTuple	old;
+	HeapTuple	new;
+	TupleDesc	desc;
+	Datum		v[3];
+	bool		n[3] = {false, false, false};
+	bool		isnull;
+	Datum		d;
+	TimestampTz extended;
+	SchedTenantDelta deltas[2];
+	int			ndeltas = 0;
+
+	if (!sched_direct_writes)
+		return false;
+	estate = CreateExecutorState();
+	if (!sched_row_writer_open(&w, &attempt_shape, estate))
+	{
+		FreeExecutorState(estate);
+		return false;
+	}
+	desc = RelationGetDescr(w.rel);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(attempt_id));
+	old = sched_row_lock(&w, "attempt_pkey", &key, 1);
+	if (old == NULL)
+		elog(ERROR, "pg_sched: attempt %s to start is gone", sched_uuid_out(attempt_id));
+	v[0] = CStringGetTextDatum("RUNNING");
+	/* started_at = COALESCE(started_at, at) */
+	d = heap_getattr(old, sched_column_of(w.rel, "started_at"), desc, &isnull);
+	v[1] = isnull ? TimestampTzGetDatum(at) : d;
+	/* lease_expires_at = GREATEST(lease_expires_at, at + make_interval(secs => ttl)) */
+	if (pg_add_s64_overflow(at, (int64) sched_lease_ttl_s * USECS_PER_SEC, &extended) ||
+		!IS_VALID_TIMESTAMP(extended))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range")));
+	d = heap_getattr(old, sched_column_of(w.rel, "lease_expires_at"), desc, &isnull);
+	*expires = isnull ? extended : Max(DatumGetTimestampTz(d), extended);
+	v[2] = TimestampTzGetDatum(*expires);
+	new = sched_row_update(&w, old, names, v, n, 3);
+	if (live_status(heap_getattr(old, sched_column_of(w.rel, "status"), desc, &isnull)))
+		attempt_delta(&w, old, -1, &deltas[ndeltas++]);
+	attempt_delta(&w, new, 1, &deltas[ndeltas++]);
+	sched_row_writer_close(&w);
+	FreeExecutorState(estate);
+	sched_tenant_live_add(deltas, ndeltas);
 	CommandCounterIncrement();
 	return true;
 }
