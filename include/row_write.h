@@ -37,7 +37,8 @@ typedef struct SchedRowWriter
 	Relation	rel;
 	ResultRelInfo *rri;			/* its indexes, opened */
 	EState	   *estate;			/* of the whole write: index predicates run in it */
-	TupleTableSlot *slot;
+	TupleTableSlot *slot;		/* rows written (heap tuples) */
+	TupleTableSlot *read_slot;	/* rows read through an index (the table's slot) */
 	int			ninsert;
 	AttrNumber	insert_attnums[SCHED_ROW_COLUMNS_MAX];	/* of shape->insert_columns */
 } SchedRowWriter;

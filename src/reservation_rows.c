@@ -1,23 +1,32 @@
 /*
- * reservation_rows.c — the rows of reservations written without a statement
- * (row_write.c): for each reservation its attempt, its START command, the selection
- * milestone and the request's DISPATCHED state; then each worker's slots and each
- * node's reservations, summed over the reservations on it; then the tenants' sums of
- * live attempts.  The same rows, with the same values, as batch.c's statements
- * (RESERVATION_WRITES and RESERVATION_WRITES_BATCH) write.
+ * reservation_rows.c — the rows placements and the worker protocol write most often,
+ * written without a statement (row_write.c):
+ *  - a reservation: its attempt, its START command, the selection milestone and the
+ *    request's DISPATCHED state, then each worker's slots and each node's reservations,
+ *    summed over the reservations on it, then the tenants' sums of live attempts: the
+ *    same rows, with the same values, as batch.c's statements RESERVATION_WRITES and
+ *    RESERVATION_WRITES_BATCH;
+ *  - the counters of one reservation moved (taken by a preemption's hold, released at
+ *    the end of an attempt): batch.c's adjust_worker_and_node;
+ *  - an attempt started or ended, with what the attempts' statement trigger does to the
+ *    tenants' sums, and a milestone: lifecycle.c's attempt_started, attempt_ended and
+ *    milestone.
+ * Each function returns false, having written nothing, when sched.direct_writes is off
+ * or a table it writes is not as pg_sched made it; the caller then runs its statement.
  *
- * Locks: the worker and node rows are this transaction's already (placement locked the
- * pair before it chose it, reservation.c), the request row too (the queue's fetch or
- * dispatch_attempt's read); each update takes the newest version's lock again, which
- * waits for nobody then.  The milestone is written only when its execution has none of
- * that key yet (the statement's ON CONFLICT DO NOTHING): no other transaction can be
- * writing it, as only the dispatch of the request, whose row this transaction holds,
- * writes a request's selection milestone.
+ * Locks: a reservation's worker and node rows are this transaction's already (placement
+ * locked the pair before it chose it, reservation.c), the request row too (the queue's
+ * fetch or dispatch_attempt's read), and an attempt started or ended is locked by its
+ * caller (lifecycle.c); each update takes the newest version's lock again, which waits
+ * for nobody then.  The release's rows are locked here, worker first, as the
+ * statement's UPDATEs lock them.  A milestone is written only when its execution has
+ * none of that key yet (the statements' ON CONFLICT DO NOTHING): only the transaction
+ * holding the request's or execution's lock writes a milestone of a given key, so none
+ * can be in flight in another transaction.
  *
- * All or nothing: every table is opened and checked (row_write.c's guard) before the
- * first row is written; when one is not as pg_sched made it, nothing is written here
- * and the caller runs the statements.  An error after that aborts the transaction (or
- * the caller's subtransaction) with whatever was written.
+ * All or nothing: every table a reservation writes is opened and checked (row_write.c's
+ * guard) before its first row is written.  An error after that aborts the transaction
+ * (or the caller's subtransaction) with whatever was written.
  */
 #include "postgres.h"
 
@@ -210,6 +219,20 @@ request_dispatched(SchedRowWriter *w, const SchedReservationWrite *r, Datum *cke
 	(void) sched_row_update(w, old, names, v, n, 6);
 }
 
+/* at + make_interval(secs => sched.lease_ttl): a lease's end from `at` */
+static TimestampTz
+lease_end(TimestampTz at)
+{
+	TimestampTz end;
+
+	if (pg_add_s64_overflow(at, (int64) sched_lease_ttl_s * USECS_PER_SEC, &end) ||
+		!IS_VALID_TIMESTAMP(end))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range")));
+	return end;
+}
+
 static void
 attempt_inserted(SchedRowWriter *w, const SchedReservationWrite *r, TimestampTz at,
 				 Datum ckey, bool ckey_null, Datum skey, bool skey_null)
@@ -219,12 +242,7 @@ attempt_inserted(SchedRowWriter *w, const SchedReservationWrite *r, TimestampTz 
 	TimestampTz expires;
 
 	memset(n, 0, sizeof(n));
-	/* at + make_interval(secs => sched.lease_ttl) */
-	if (pg_add_s64_overflow(at, (int64) sched_lease_ttl_s * USECS_PER_SEC, &expires) ||
-		!IS_VALID_TIMESTAMP(expires))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp out of range")));
+	expires = lease_end(at);
 	v[A_ATTEMPT_ID] = UUIDPGetDatum(&r->attempt_id);
 	v[A_REQUEST_ID] = Int64GetDatum(r->request_id);
 	v[A_EXECUTION_ID] = UUIDPGetDatum(&r->execution_id);
@@ -426,6 +444,34 @@ sum_by(const SchedReservationWrite *r, int n, bool by_node, CounterSum *sums)
 	return nsums;
 }
 
+/* Table shape->table opened for a write of its own, in an executor state of its own;
+ * false (nothing open) when direct writes are off or the table is not as made. */
+static bool
+open_alone(SchedRowWriter *w, const SchedTableShape *shape)
+{
+	EState	   *estate;
+
+	if (!sched_direct_writes)
+		return false;
+	estate = CreateExecutorState();
+	if (sched_row_writer_open(w, shape, estate))
+		return true;
+	FreeExecutorState(estate);
+	return false;
+}
+
+/* Closes what open_alone opened; what was written is seen by what the caller reads
+ * next, as after a statement. */
+static void
+close_alone(SchedRowWriter *w)
+{
+	EState	   *estate = w->estate;
+
+	sched_row_writer_close(w);
+	FreeExecutorState(estate);
+	CommandCounterIncrement();
+}
+
 bool
 sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz at)
 {
@@ -498,22 +544,15 @@ sched_counters_adjust_direct(const pg_uuid_t *worker_id, const char *node_id, in
 							 int32 reserve_cpu_millis, int64 reserve_memory_mb,
 							 int32 reserve_gpus)
 {
-	SchedRowWriter w[2];
-	EState	   *estate;
+	SchedRowWriter w;
+	SchedRowWriter nw;
 	CounterSum	sum;
 
-	if (!sched_direct_writes)
+	if (!open_alone(&w, &worker_shape))
 		return false;
-	estate = CreateExecutorState();
-	if (!sched_row_writer_open(&w[0], &worker_shape, estate))
+	if (!open_alone(&nw, &node_shape))
 	{
-		FreeExecutorState(estate);
-		return false;
-	}
-	if (!sched_row_writer_open(&w[1], &node_shape, estate))
-	{
-		sched_row_writer_close(&w[0]);
-		FreeExecutorState(estate);
+		close_alone(&w);
 		return false;
 	}
 	memset(&sum, 0, sizeof(sum));
@@ -522,12 +561,10 @@ sched_counters_adjust_direct(const pg_uuid_t *worker_id, const char *node_id, in
 	sum.memory_mb = (int64) sign * reserve_memory_mb;
 	sum.gpus = (int64) sign * reserve_gpus;
 	/* the statement's order: the worker, then the node, either way */
-	(void) worker_counted(&w[0], worker_id, sign);
-	(void) node_counted(&w[1], node_id, &sum);
-	sched_row_writer_close(&w[0]);
-	sched_row_writer_close(&w[1]);
-	FreeExecutorState(estate);
-	CommandCounterIncrement();
+	(void) worker_counted(&w, worker_id, sign);
+	(void) node_counted(&nw, node_id, &sum);
+	close_alone(&w);
+	close_alone(&nw);
 	return true;
 }
 
@@ -538,21 +575,12 @@ sched_milestone_direct(const pg_uuid_t *execution_id, const char *key, const cha
 					   const char *title, Datum detail, bool detail_null, TimestampTz at)
 {
 	SchedRowWriter w;
-	EState	   *estate;
 
-	if (!sched_direct_writes)
+	if (!open_alone(&w, &timeline_shape))
 		return false;
-	estate = CreateExecutorState();
-	if (!sched_row_writer_open(&w, &timeline_shape, estate))
-	{
-		FreeExecutorState(estate);
-		return false;
-	}
 	milestone_inserted(&w, execution_id, key, stage, step_id, attempt_number, attempt_id,
 					   state, component, title, detail, detail_null, at);
-	sched_row_writer_close(&w);
-	FreeExecutorState(estate);
-	CommandCounterIncrement();
+	close_alone(&w);
 	return true;
 }
 
@@ -583,30 +611,42 @@ attempt_delta(SchedRowWriter *w, HeapTuple tup, int sign, SchedTenantDelta *d)
 														desc, &isnull));
 }
 
+/*
+ * Attempt row old (locked) updated: columns names[0..n) set to v/n; and the tenants'
+ * sums moved as the attempts' statement trigger moves them, the old row's share out
+ * when it was live and the new row's in when it is.
+ */
+static void
+attempt_updated(SchedRowWriter *w, HeapTuple old, const char *const *names, const Datum *v,
+				const bool *n, int count)
+{
+	TupleDesc	desc = RelationGetDescr(w->rel);
+	AttrNumber	status = sched_column_of(w->rel, "status");
+	HeapTuple	new = sched_row_update(w, old, names, v, n, count);
+	SchedTenantDelta deltas[2];
+	int			ndeltas = 0;
+	bool		isnull;
+
+	if (live_status(heap_getattr(old, status, desc, &isnull)))
+		attempt_delta(w, old, -1, &deltas[ndeltas++]);
+	if (live_status(heap_getattr(new, status, desc, &isnull)))
+		attempt_delta(w, new, 1, &deltas[ndeltas++]);
+	sched_tenant_live_add(deltas, ndeltas);
+}
+
 bool
 sched_attempt_end_direct(const pg_uuid_t *attempt_id, const char *status, TimestampTz at,
 						 Datum detail, bool detail_null, bool *found)
 {
 	static const char *const names[] = {"status", "finished_at", "detail"};
 	SchedRowWriter w;
-	EState	   *estate;
 	ScanKeyData key;
 	HeapTuple	old;
-	HeapTuple	new;
 	Datum		v[3];
 	bool		n[3] = {false, false, false};
-	bool		isnull;
-	SchedTenantDelta deltas[2];
-	int			ndeltas = 0;
 
-	if (!sched_direct_writes)
+	if (!open_alone(&w, &attempt_shape))
 		return false;
-	estate = CreateExecutorState();
-	if (!sched_row_writer_open(&w, &attempt_shape, estate))
-	{
-		FreeExecutorState(estate);
-		return false;
-	}
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(attempt_id));
 	old = sched_row_lock(&w, "attempt_pkey", &key, 1);
 	*found = old != NULL;
@@ -620,18 +660,9 @@ sched_attempt_end_direct(const pg_uuid_t *attempt_id, const char *status, Timest
 								&n[2]);
 		else
 			v[2] = detail;
-		new = sched_row_update(&w, old, names, v, n, 3);
-		/* the statement trigger's sums: the old row's share out, the new row's in */
-		if (live_status(heap_getattr(old, sched_column_of(w.rel, "status"), RelationGetDescr(w.rel),
-									 &isnull)))
-			attempt_delta(&w, old, -1, &deltas[ndeltas++]);
-		if (live_status(v[0]))
-			attempt_delta(&w, new, 1, &deltas[ndeltas++]);
+		attempt_updated(&w, old, names, v, n, 3);
 	}
-	sched_row_writer_close(&w);
-	FreeExecutorState(estate);
-	sched_tenant_live_add(deltas, ndeltas);
-	CommandCounterIncrement();
+	close_alone(&w);
 	return true;
 }
 
@@ -640,27 +671,17 @@ sched_attempt_start_direct(const pg_uuid_t *attempt_id, TimestampTz at, Timestam
 {
 	static const char *const names[] = {"status", "started_at", "lease_expires_at"};
 	SchedRowWriter w;
-	EState	   *estate;
 	ScanKeyData key;
 	HeapTuple	old;
-	HeapTuple	new;
 	TupleDesc	desc;
 	Datum		v[3];
 	bool		n[3] = {false, false, false};
 	bool		isnull;
 	Datum		d;
 	TimestampTz extended;
-	SchedTenantDelta deltas[2];
-	int			ndeltas = 0;
 
-	if (!sched_direct_writes)
+	if (!open_alone(&w, &attempt_shape))
 		return false;
-	estate = CreateExecutorState();
-	if (!sched_row_writer_open(&w, &attempt_shape, estate))
-	{
-		FreeExecutorState(estate);
-		return false;
-	}
 	desc = RelationGetDescr(w.rel);
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(attempt_id));
 	old = sched_row_lock(&w, "attempt_pkey", &key, 1);
@@ -671,21 +692,11 @@ sched_attempt_start_direct(const pg_uuid_t *attempt_id, TimestampTz at, Timestam
 	d = heap_getattr(old, sched_column_of(w.rel, "started_at"), desc, &isnull);
 	v[1] = isnull ? TimestampTzGetDatum(at) : d;
 	/* lease_expires_at = GREATEST(lease_expires_at, at + make_interval(secs => ttl)) */
-	if (pg_add_s64_overflow(at, (int64) sched_lease_ttl_s * USECS_PER_SEC, &extended) ||
-		!IS_VALID_TIMESTAMP(extended))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp out of range")));
+	extended = lease_end(at);
 	d = heap_getattr(old, sched_column_of(w.rel, "lease_expires_at"), desc, &isnull);
 	*expires = isnull ? extended : Max(DatumGetTimestampTz(d), extended);
 	v[2] = TimestampTzGetDatum(*expires);
-	new = sched_row_update(&w, old, names, v, n, 3);
-	if (live_status(heap_getattr(old, sched_column_of(w.rel, "status"), desc, &isnull)))
-		attempt_delta(&w, old, -1, &deltas[ndeltas++]);
-	attempt_delta(&w, new, 1, &deltas[ndeltas++]);
-	sched_row_writer_close(&w);
-	FreeExecutorState(estate);
-	sched_tenant_live_add(deltas, ndeltas);
-	CommandCounterIncrement();
+	attempt_updated(&w, old, names, v, n, 3);
+	close_alone(&w);
 	return true;
 }

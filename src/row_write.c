@@ -34,7 +34,9 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
+#include "access/tableam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
@@ -44,6 +46,7 @@
 #include "nodes/makefuncs.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "fleet_mirror.h"
 #include "row_write.h"
@@ -144,6 +147,7 @@ sched_row_writer_open(SchedRowWriter *w, const SchedTableShape *shape, EState *e
 	InitResultRelInfo(w->rri, w->rel, 0, NULL, 0);
 	ExecOpenIndices(w->rri, false);
 	w->slot = MakeSingleTupleTableSlot(RelationGetDescr(w->rel), &TTSOpsHeapTuple);
+	w->read_slot = table_slot_create(w->rel, NULL);
 	return true;
 }
 
@@ -153,26 +157,39 @@ sched_row_writer_close(SchedRowWriter *w)
 	if (w->rel == NULL)
 		return;
 	ExecDropSingleTupleTableSlot(w->slot);
+	ExecDropSingleTupleTableSlot(w->read_slot);
 	ExecCloseIndices(w->rri);
 	/* the lock stays to the transaction's end, as a statement's */
 	table_close(w->rel, NoLock);
 	w->rel = NULL;
 }
 
+/* The writer's index named `name` (opened with the table's indexes). */
+static Relation
+index_named(SchedRowWriter *w, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < w->rri->ri_NumIndices; i++)
+		if (strcmp(RelationGetRelationName(w->rri->ri_IndexRelationDescs[i]), name) == 0)
+			return w->rri->ri_IndexRelationDescs[i];
+	elog(ERROR, "pg_sched: sched.%s has no index %s", w->shape->table, name);
+	return NULL;				/* keep compiler quiet */
+}
+
 HeapTuple
 sched_row_lock(SchedRowWriter *w, const char *index, ScanKeyData *keys, int nkeys)
 {
-	SchedIndexScan s;
 	HeapTuple	tup = NULL;
 
-	if (sched_index_lock_row(&s, w->shape->table, index, keys, nkeys, LockTupleNoKeyExclusive,
-							 true) == SCHED_ROW_LOCKED)
+	if (sched_lock_row_by_key(w->rel, index_named(w, index), w->read_slot, keys, nkeys,
+							  LockTupleNoKeyExclusive, true, NULL) == SCHED_ROW_LOCKED)
 	{
-		tup = ExecCopySlotHeapTuple(s.slot);
-		tup->t_self = s.slot->tts_tid;
+		tup = ExecCopySlotHeapTuple(w->read_slot);
+		tup->t_self = w->read_slot->tts_tid;
 		tup->t_tableOid = RelationGetRelid(w->rel);
 	}
-	sched_index_scan_end(&s);
+	ExecClearTuple(w->read_slot);
 	return tup;
 }
 
@@ -266,11 +283,17 @@ sched_row_insert(SchedRowWriter *w, const Datum *values, const bool *nulls)
 bool
 sched_row_exists(SchedRowWriter *w, const char *index, ScanKeyData *keys, int nkeys)
 {
-	SchedIndexScan s;
+	Snapshot	snapshot;
+	IndexScanDesc scan;
 	bool		found;
 
-	sched_index_scan_begin_fresh(&s, w->shape->table, index, keys, nkeys);
-	found = sched_index_scan_next(&s);
-	sched_index_scan_end(&s);
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	scan = index_beginscan(w->rel, index_named(w, index), snapshot, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, w->read_slot);
+	index_endscan(scan);
+	ExecClearTuple(w->read_slot);
+	UnregisterSnapshot(snapshot);
 	return found;
 }

@@ -365,6 +365,9 @@ index_scan_open(SchedIndexScan *s, const char *table, const char *index, Snapsho
 	s->rel = table_open(relid, lockmode);
 	s->index = index_open(indexid, AccessShareLock);
 	s->slot = table_slot_create(s->rel, NULL);
+	s->scan = NULL;
+	if (snapshot == InvalidSnapshot)
+		return;					/* (sched_index_lock_row: its scan is its own) */
 	s->scan = index_beginscan(s->rel, s->index, snapshot, nkeys, 0);
 	index_rescan(s->scan, keys, nkeys, NULL, 0);
 }
@@ -377,26 +380,38 @@ sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
 }
 
 SchedRowLockResult
-sched_index_lock_row(SchedIndexScan *s, const char *table, const char *index,
-					 ScanKeyData *keys, int nkeys, LockTupleMode mode, bool wait)
+sched_lock_row_by_key(Relation rel, Relation index, TupleTableSlot *slot, ScanKeyData *keys,
+					  int nkeys, LockTupleMode mode, bool wait, Snapshot *kept)
 {
 	Snapshot	snapshot;
+	IndexScanDesc scan;
 	ItemPointerData tid;
 	TM_FailureData tmfd;
 	TM_Result	result;
+	bool		found;
 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	index_scan_open(s, table, index, snapshot, keys, nkeys, RowShareLock);
-	s->own_snapshot = snapshot;
-	if (!index_getnext_slot(s->scan, ForwardScanDirection, s->slot))
+	scan = index_beginscan(rel, index, snapshot, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	if (kept != NULL)
+		*kept = snapshot;
+	if (!found)
+	{
+		if (kept == NULL)
+			UnregisterSnapshot(snapshot);
 		return SCHED_ROW_GONE;
-	tid = s->slot->tts_tid;
+	}
+	tid = slot->tts_tid;
 	/* as ExecLockRows: the newest version under READ COMMITTED, none other after */
-	result = table_tuple_lock(s->rel, &tid, snapshot, s->slot, GetCurrentCommandId(true),
+	result = table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(true),
 							  mode, wait ? LockWaitBlock : LockWaitSkip,
 							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
 							  &tmfd);
+	if (kept == NULL)
+		UnregisterSnapshot(snapshot);
 	switch (result)
 	{
 		case TM_Ok:
@@ -417,13 +432,24 @@ sched_index_lock_row(SchedIndexScan *s, const char *table, const char *index,
 			break;
 		case TM_SelfModified:
 			/* changed by this transaction after the snapshot: not after the increment */
-			elog(ERROR, "pg_sched: sched.%s row changed by this command", table);
+			elog(ERROR, "pg_sched: sched.%s row changed by this command",
+				 RelationGetRelationName(rel));
 			break;
 		default:
 			elog(ERROR, "pg_sched: unexpected result %d locking a row of sched.%s",
-				 (int) result, table);
+				 (int) result, RelationGetRelationName(rel));
 	}
 	return SCHED_ROW_GONE;		/* keep compiler quiet */
+}
+
+SchedRowLockResult
+sched_index_lock_row(SchedIndexScan *s, const char *table, const char *index,
+					 ScanKeyData *keys, int nkeys, LockTupleMode mode, bool wait)
+{
+	/* (the scan opened for sched_index_scan_end to close: its own scan is not used) */
+	index_scan_open(s, table, index, InvalidSnapshot, keys, 0, RowShareLock);
+	return sched_lock_row_by_key(s->rel, s->index, s->slot, keys, nkeys, mode, wait,
+								 &s->own_snapshot);
 }
 
 bool
@@ -459,7 +485,8 @@ sched_index_scan_begin_fresh(SchedIndexScan *s, const char *table, const char *i
 void
 sched_index_scan_end(SchedIndexScan *s)
 {
-	index_endscan(s->scan);
+	if (s->scan != NULL)
+		index_endscan(s->scan);
 	ExecDropSingleTupleTableSlot(s->slot);
 	index_close(s->index, AccessShareLock);
 	/* a table whose row was locked keeps its lock to the transaction's end */
