@@ -309,19 +309,50 @@ sched_in_subxact(bool (*fn) (void *arg), void *arg)
 	return keep;
 }
 
-/* The column of `rel` named `name` (1-based), or an internal error. */
+/*
+ * The column of `rel` named `name` (1-based), or an internal error.  The last answer for
+ * each (table, name pointer) is remembered in a small direct-mapped cache and used after
+ * checking that the table's column at that number still has that name and is not
+ * dropped, so a cached answer is never wrong (a table altered, a name pointer reused
+ * for another name: the check fails and the columns are searched again).
+ */
+#define COLUMN_CACHE_SIZE 256
+
+static struct
+{
+	Oid			relid;
+	const char *name;
+	AttrNumber	attnum;
+}			column_cache[COLUMN_CACHE_SIZE];
+
 AttrNumber
 sched_column_of(Relation rel, const char *name)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			relid = RelationGetRelid(rel);
+	uint32		h = (uint32) (((uint64) (uintptr_t) name * UINT64CONST(0x9E3779B97F4A7C15) + relid) >> 40)
+		% COLUMN_CACHE_SIZE;
 	int			i;
 
+	if (column_cache[h].relid == relid && column_cache[h].name == name &&
+		column_cache[h].attnum > 0 && column_cache[h].attnum <= desc->natts)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, column_cache[h].attnum - 1);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return column_cache[h].attnum;
+	}
 	for (i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
 		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+		{
+			column_cache[h].relid = relid;
+			column_cache[h].name = name;
+			column_cache[h].attnum = att->attnum;
 			return att->attnum;
+		}
 	}
 	elog(ERROR, "pg_sched: sched.%s has no column %s", RelationGetRelationName(rel), name);
 	return InvalidAttrNumber;	/* keep compiler quiet */
