@@ -35,6 +35,7 @@
 #include "utils/float.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -236,6 +237,8 @@ sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows)
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	TupleTableSlot *locked;
+	MemoryContext cxt;
+	MemoryContext caller;
 	int			n = 0;
 
 	if (!OidIsValid(relid) || !OidIsValid(indexid))
@@ -261,6 +264,10 @@ sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows)
 	}
 	slot = table_slot_create(rel, NULL);
 	locked = table_slot_create(rel, NULL);
+	/* what the walk allocates goes with it; the rows' strings are the caller's */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_sched queue fetch",
+								ALLOCSET_SMALL_SIZES);
+	caller = MemoryContextSwitchTo(cxt);
 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -286,7 +293,9 @@ sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows)
 				/* a newer version than the one read: the recheck */
 				if (tmfd.traversed && !qualifies(f, &c, locked))
 					continue;
+				MemoryContextSwitchTo(caller);
 				row_of(locked, &c, &rows[n++]);
+				MemoryContextSwitchTo(cxt);
 				break;
 			case TM_WouldBlock:
 			case TM_SelfModified:
@@ -308,6 +317,8 @@ sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows)
 	}
 	index_endscan(scan);
 	UnregisterSnapshot(snapshot);
+	MemoryContextSwitchTo(caller);
+	MemoryContextDelete(cxt);
 	ExecDropSingleTupleTableSlot(slot);
 	ExecDropSingleTupleTableSlot(locked);
 	index_close(index, AccessShareLock);

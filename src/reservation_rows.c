@@ -42,6 +42,7 @@
 #include "utils/fmgroids.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/uuid.h"
 
 #include "batch.h"
@@ -483,10 +484,18 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 	int			i;
 	int			k;
 
+	MemoryContext cxt;
+	MemoryContext old;
+
 	if (n <= 0)
 		return true;
 	if (!sched_direct_writes)
 		return false;
+	/* what the writes allocate (rows, their copies, keys) goes with the write: a batch
+	 * of 1,000 placements keeps none of it */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "pg_sched direct writes",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
 	estate = CreateExecutorState();
 	for (k = 0; k < W_COUNT; k++)
 		if (!sched_row_writer_open(&w[k], shapes[k], estate))
@@ -494,6 +503,8 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 			while (--k >= 0)
 				sched_row_writer_close(&w[k]);
 			FreeExecutorState(estate);
+			MemoryContextSwitchTo(old);
+			MemoryContextDelete(cxt);
 			return false;
 		}
 
@@ -532,8 +543,8 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 	FreeExecutorState(estate);
 	/* the attempts' statement trigger's work (tenant_live.c) */
 	sched_tenant_live_add(deltas, n);
-	pfree(deltas);
-	pfree(sums);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
 	/* what was written is seen by what the call reads next, as after a statement */
 	CommandCounterIncrement();
 	return true;
