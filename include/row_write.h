@@ -10,6 +10,7 @@
 #include "fmgr.h"
 #include "nodes/execnodes.h"
 #include "utils/relcache.h"
+#include "utils/snapshot.h"
 
 #define SCHED_ROW_COLUMNS_MAX 32
 
@@ -39,6 +40,7 @@ typedef struct SchedRowWriter
 	EState	   *estate;			/* of the whole write: index predicates run in it */
 	TupleTableSlot *slot;		/* rows written (heap tuples) */
 	TupleTableSlot *read_slot;	/* rows read through an index (the table's slot) */
+	Snapshot	snapshot;		/* what its reads see: taken at open */
 	int			ninsert;
 	AttrNumber	insert_attnums[SCHED_ROW_COLUMNS_MAX];	/* of shape->insert_columns */
 } SchedRowWriter;
@@ -55,10 +57,11 @@ extern bool sched_row_writer_open(SchedRowWriter *w, const SchedTableShape *shap
 extern void sched_row_writer_close(SchedRowWriter *w);
 
 /*
- * The newest version of the row found by equality keys on unique index `index`, locked
- * as UPDATE locks the row it updates (FOR NO KEY UPDATE, waiting for the transaction that
- * holds it; 40001 under REPEATABLE READ when it changed since the snapshot): a copy, its
- * t_self the locked version.  NULL when there is no such row.
+ * The newest version of the row found by equality keys on unique index `index` (read
+ * with the writer's snapshot, taken at open: the row must not be one this write wrote),
+ * locked as UPDATE locks the row it updates (FOR NO KEY UPDATE, waiting for the
+ * transaction that holds it; 40001 under REPEATABLE READ when it changed since the
+ * snapshot): a copy, its t_self the locked version.  NULL when there is no such row.
  */
 extern HeapTuple sched_row_lock(SchedRowWriter *w, const char *index, ScanKeyData *keys,
 								int nkeys);
@@ -80,8 +83,8 @@ extern HeapTuple sched_row_update(SchedRowWriter *w, HeapTuple oldtup, const cha
  */
 extern void sched_row_insert(SchedRowWriter *w, const Datum *values, const bool *nulls);
 
-/* Whether the snapshot a statement would take now sees a row with these equality keys
- * on index `index` of the writer's table. */
+/* Whether the writer's snapshot sees a row with these equality keys on index `index`
+ * of the writer's table. */
 extern bool sched_row_exists(SchedRowWriter *w, const char *index, ScanKeyData *keys,
 							 int nkeys);
 

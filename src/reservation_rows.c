@@ -485,6 +485,7 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 	int			k;
 
 	MemoryContext cxt;
+	MemoryContext row_cxt;
 	MemoryContext old;
 
 	if (n <= 0)
@@ -509,6 +510,8 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 		}
 
 	deltas = palloc(sizeof(SchedTenantDelta) * n);
+	row_cxt = AllocSetContextCreate(cxt, "pg_sched direct writes, one reservation",
+									ALLOCSET_DEFAULT_SIZES);
 	for (i = 0; i < n; i++)
 	{
 		Datum		ckey,
@@ -516,10 +519,14 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 		bool		ckey_null,
 					skey_null;
 
+		/* one reservation's rows at a time: a batch's peak is one reservation's */
+		MemoryContextSwitchTo(row_cxt);
 		request_dispatched(&w[W_REQUEST], &r[i], &ckey, &ckey_null, &skey, &skey_null);
 		attempt_inserted(&w[W_ATTEMPT], &r[i], at, ckey, ckey_null, skey, skey_null);
 		command_inserted(&w[W_COMMAND], &r[i], at);
 		selected_milestone(&w[W_TIMELINE], &r[i], at);
+		MemoryContextSwitchTo(cxt);
+		MemoryContextReset(row_cxt);
 		deltas[i].tenant = (char *) r[i].tenant;
 		deltas[i].live = 1;
 		deltas[i].cpu_millis = r[i].reserve_cpu_millis;

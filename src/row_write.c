@@ -11,7 +11,8 @@
  * What a write here does, as the statement did:
  *  - the table is opened with RowExclusiveLock, and kept locked to the transaction's end;
  *  - an update finds its row by a unique key with the snapshot a statement would take
- *    now (this transaction's writes made visible) and locks its newest version as
+ *    when the writer opened (this transaction's earlier writes made visible; one
+ *    snapshot and one command id for a whole write) and locks its newest version as
  *    UPDATE does (FOR NO KEY UPDATE, waiting for a transaction that holds it; under
  *    REPEATABLE READ a row changed since the snapshot fails with 40001), then changes
  *    that version's columns;
@@ -143,6 +144,16 @@ sched_row_writer_open(SchedRowWriter *w, const SchedTableShape *shape, EState *e
 		w->rel = NULL;
 		return false;
 	}
+	/*
+	 * One snapshot for the writer's reads, taken after the caller's writes were made
+	 * visible, and no command boundary until the caller's last write: every row this
+	 * write changes then carries one command id, and the rows it updates that this
+	 * transaction wrote before share one combo command id per earlier command (a
+	 * boundary per row read made one per row, kept to the transaction's end).  A write
+	 * reads no row it wrote itself.
+	 */
+	CommandCounterIncrement();
+	w->snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	w->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(w->rri, w->rel, 0, NULL, 0);
 	ExecOpenIndices(w->rri, false);
@@ -158,6 +169,7 @@ sched_row_writer_close(SchedRowWriter *w)
 		return;
 	ExecDropSingleTupleTableSlot(w->slot);
 	ExecDropSingleTupleTableSlot(w->read_slot);
+	UnregisterSnapshot(w->snapshot);
 	ExecCloseIndices(w->rri);
 	/* the lock stays to the transaction's end, as a statement's */
 	table_close(w->rel, NoLock);
@@ -183,7 +195,7 @@ sched_row_lock(SchedRowWriter *w, const char *index, ScanKeyData *keys, int nkey
 	HeapTuple	tup = NULL;
 
 	if (sched_lock_row_by_key(w->rel, index_named(w, index), w->read_slot, keys, nkeys,
-							  LockTupleNoKeyExclusive, true, NULL) == SCHED_ROW_LOCKED)
+							  LockTupleNoKeyExclusive, true, w->snapshot, NULL) == SCHED_ROW_LOCKED)
 	{
 		tup = ExecCopySlotHeapTuple(w->read_slot);
 		tup->t_self = w->read_slot->tts_tid;
@@ -283,17 +295,13 @@ sched_row_insert(SchedRowWriter *w, const Datum *values, const bool *nulls)
 bool
 sched_row_exists(SchedRowWriter *w, const char *index, ScanKeyData *keys, int nkeys)
 {
-	Snapshot	snapshot;
 	IndexScanDesc scan;
 	bool		found;
 
-	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	scan = index_beginscan(w->rel, index_named(w, index), snapshot, nkeys, 0);
+	scan = index_beginscan(w->rel, index_named(w, index), w->snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, w->read_slot);
 	index_endscan(scan);
 	ExecClearTuple(w->read_slot);
-	UnregisterSnapshot(snapshot);
 	return found;
 }

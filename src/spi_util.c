@@ -412,17 +412,22 @@ sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
 
 SchedRowLockResult
 sched_lock_row_by_key(Relation rel, Relation index, TupleTableSlot *slot, ScanKeyData *keys,
-					  int nkeys, LockTupleMode mode, bool wait, Snapshot *kept)
+					  int nkeys, LockTupleMode mode, bool wait, Snapshot given, Snapshot *kept)
 {
-	Snapshot	snapshot;
+	Snapshot	snapshot = given;
 	IndexScanDesc scan;
 	ItemPointerData tid;
 	TM_FailureData tmfd;
 	TM_Result	result;
 	bool		found;
 
-	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	if (given == InvalidSnapshot)
+	{
+		CommandCounterIncrement();
+		snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	}
+	else
+		kept = NULL;			/* the caller's, not to be released here */
 	scan = index_beginscan(rel, index, snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
@@ -431,7 +436,7 @@ sched_lock_row_by_key(Relation rel, Relation index, TupleTableSlot *slot, ScanKe
 		*kept = snapshot;
 	if (!found)
 	{
-		if (kept == NULL)
+		if (kept == NULL && given == InvalidSnapshot)
 			UnregisterSnapshot(snapshot);
 		return SCHED_ROW_GONE;
 	}
@@ -441,7 +446,7 @@ sched_lock_row_by_key(Relation rel, Relation index, TupleTableSlot *slot, ScanKe
 							  mode, wait ? LockWaitBlock : LockWaitSkip,
 							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
 							  &tmfd);
-	if (kept == NULL)
+	if (kept == NULL && given == InvalidSnapshot)
 		UnregisterSnapshot(snapshot);
 	switch (result)
 	{
@@ -480,7 +485,7 @@ sched_index_lock_row(SchedIndexScan *s, const char *table, const char *index,
 	/* (the scan opened for sched_index_scan_end to close: its own scan is not used) */
 	index_scan_open(s, table, index, InvalidSnapshot, keys, 0, RowShareLock);
 	return sched_lock_row_by_key(s->rel, s->index, s->slot, keys, nkeys, mode, wait,
-								 &s->own_snapshot);
+								 InvalidSnapshot, &s->own_snapshot);
 }
 
 bool
