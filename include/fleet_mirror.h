@@ -5,6 +5,8 @@
 #define PG_SCHED_FLEET_MIRROR_H
 
 #include "admit_memo.h"
+#include "access/htup.h"
+#include "utils/relcache.h"
 
 extern int	sched_fleet_change_log_size;
 extern bool sched_fleet_mirror;
@@ -12,6 +14,12 @@ extern bool sched_fleet_mirror;
 /* The change log's shared memory (shmem.c allocates it, when preloading). */
 extern Size sched_fleet_mirror_shmem_size(void);
 extern void sched_fleet_mirror_shmem_attach(void *ptr, bool found);
+
+/* The change log's entry for an UPDATE of a row of sched.node or sched.worker written
+ * without a statement (row_write.c): what the table's trigger sched._fleet_changed()
+ * appends, called at the same point (the old version locked, the new one not yet
+ * written; oldtup->t_self the old version's). */
+extern void sched_fleet_row_updated(Relation rel, HeapTuple oldtup, HeapTuple newtup);
 
 /* Whether this backend may answer fleet reads from its mirror now. */
 extern bool sched_fleet_mirror_usable(void);

@@ -19,6 +19,10 @@ extern void sched_queue_held_publish(int64 request_id);
  * ends it and adds the rows it left out to this backend's count. */
 extern void sched_queue_held_collect(void);
 extern void sched_queue_held_release(void);
+/* Whether the fetch in progress leaves request id out (sched._request_held_elsewhere):
+ * another running transaction held it locked when the fetch began.  False outside a
+ * fetch (between collect and release). */
+extern bool sched_queue_held_elsewhere(int64 id);
 
 /* This backend's requests published now, and the rows its fetches have left out. */
 extern void sched_queue_held_stats(int *published, int64 *passed_over);

@@ -16,6 +16,7 @@ extern bool sched_notify_workers;
 extern bool sched_preemption;
 extern int	sched_preemption_hold_s;
 extern bool sched_fleet_mirror_carry;
+extern bool sched_direct_writes;
 extern char *sched_databases;
 
 /* Defines every sched.* setting; called once, when the library is loaded. */

@@ -129,6 +129,17 @@ extern SchedRowLockResult sched_index_lock_row(SchedIndexScan *s, const char *ta
 											   const char *index, ScanKeyData *keys,
 											   int nkeys, LockTupleMode mode, bool wait);
 
+/* The same on table rel and its unique index `index`, both open (RowShareLock or
+ * stronger on rel), the row into slot (a slot of rel).  With `given` (registered by the
+ * caller) the row is read with it, and no command boundary is made; with
+ * InvalidSnapshot as sched_index_lock_row, and the snapshot it read with is
+ * unregistered, or left registered in *kept for the caller to unregister (kept not
+ * NULL). */
+extern SchedRowLockResult sched_lock_row_by_key(Relation rel, Relation index,
+												TupleTableSlot *slot, ScanKeyData *keys,
+												int nkeys, LockTupleMode mode, bool wait,
+												Snapshot given, Snapshot *kept);
+
 /* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
 extern Datum sched_spi_get(int row, int col, bool *isnull);
 extern char *sched_spi_text(int row, int col);	/* NULL when SQL NULL */

@@ -24,6 +24,7 @@
 
 #include "batch.h"
 #include "fleet_mirror.h"
+#include "reservation_rows.h"
 #include "spi_util.h"
 #include "settings.h"
 
@@ -194,6 +195,11 @@ sched_batch_flush(SchedBatch *cache)
 		cache->npending = 0;
 		return;
 	}
+	if (sched_schema_is_0_2() && sched_reservation_rows_write(cache->pending, n, cache->at))
+	{
+		cache->npending = 0;
+		return;
+	}
 	for (k = 0; k < 13; k++)
 		cols[k] = palloc(sizeof(Datum) * n);
 	for (i = 0; i < n; i++)
@@ -284,6 +290,9 @@ adjust_reservation(const pg_uuid_t *worker_id, const char *node_id, int sign,
 {
 	Datum		v[6];
 
+	if (sched_counters_adjust_direct(worker_id, node_id, sign, reserve_cpu_millis,
+									 reserve_memory_mb, reserve_gpus))
+		return;
 	v[0] = UUIDPGetDatum(worker_id);
 	v[1] = Int32GetDatum(sign);
 	v[2] = CStringGetTextDatum(node_id);
@@ -337,6 +346,8 @@ sched_write_reservation(const SchedReservationWrite *r, TimestampTz at)
 {
 	Datum		v[15];
 
+	if (sched_schema_is_0_2() && sched_reservation_rows_write(r, 1, at))
+		return;
 	v[0] = Int64GetDatum(r->request_id);
 	v[1] = UUIDPGetDatum(&r->execution_id);
 	v[2] = UUIDPGetDatum(&r->step_id);

@@ -290,6 +290,62 @@ only_counters_changed(TupleDesc desc, bool of_node, HeapTuple oldtup, HeapTuple 
 }
 
 /*
+ * The entry of an UPDATE of a row of sched.node or sched.worker (relation rel, column
+ * node_id at attnum): oldtup is the version updated (its t_self set: the newest,
+ * locked by this transaction), newtup the new one.
+ */
+static void
+row_updated(Relation rel, int attnum, HeapTuple oldtup, HeapTuple newtup)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		of_node = strcmp(RelationGetRelationName(rel), "node") == 0;
+	int			worker_attnum = of_node ? 0 : SPI_fnumber(desc, "worker_id");
+	bool		old_null,
+				new_null;
+	Datum		old_id = heap_getattr(oldtup, attnum, desc, &old_null);
+	Datum		new_id = heap_getattr(newtup, attnum, desc, &new_null);
+	Datum		worker_id = (Datum) 0;
+	bool		worker_null = true;
+	ChangeCounters counters = {0};
+
+	if (worker_attnum > 0)
+		worker_id = heap_getattr(oldtup, worker_attnum, desc, &worker_null);
+	if (!old_null && (of_node || !worker_null) &&
+		only_counters_changed(desc, of_node, oldtup, newtup, &counters))
+	{
+		text	   *t = DatumGetTextPP(old_id);
+
+		change_log_append(of_node ? CHANGE_NODE_COUNTERS : CHANGE_WORKER_COUNTERS,
+						  VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &oldtup->t_self, &counters,
+						  of_node ? NULL : DatumGetUUIDP(worker_id));
+	}
+	else
+	{
+		append_node_of(oldtup, desc, attnum);
+		if (old_null || new_null || !datumIsEqual(old_id, new_id, false, -1))
+			append_node_of(newtup, desc, attnum);
+	}
+}
+
+/*
+ * What sched._fleet_changed() does for an UPDATE of a row of sched.node or sched.worker,
+ * for an update written without a statement (row_write.c): the same entry, in the same
+ * place (after the row is locked, before the new version is written).
+ */
+void
+sched_fleet_row_updated(Relation rel, HeapTuple oldtup, HeapTuple newtup)
+{
+	int			attnum;
+
+	if (change_log == NULL)
+		return;
+	attnum = SPI_fnumber(RelationGetDescr(rel), "node_id");
+	if (attnum <= 0)
+		elog(ERROR, "pg_sched: table %s has no node_id column", RelationGetRelationName(rel));
+	row_updated(rel, attnum, oldtup, newtup);
+}
+
+/*
  * sched._fleet_changed(): BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW and BEFORE
  * TRUNCATE on sched.node and sched.worker (both have a node_id column).  Without the
  * shared change log (not preloaded) it does nothing: no backend has a mirror then.
@@ -332,37 +388,7 @@ sched_fleet_changed(PG_FUNCTION_ARGS)
 			elog(ERROR, "sched._fleet_changed(): table %s has no node_id column",
 				 RelationGetRelationName(td->tg_relation));
 		if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
-		{
-			bool		of_node = strcmp(RelationGetRelationName(td->tg_relation), "node") == 0;
-			int			worker_attnum = of_node ? 0 : SPI_fnumber(desc, "worker_id");
-			bool		old_null,
-						new_null;
-			Datum		old_id = heap_getattr(td->tg_trigtuple, attnum, desc, &old_null);
-			Datum		new_id = heap_getattr(td->tg_newtuple, attnum, desc, &new_null);
-			Datum		worker_id = (Datum) 0;
-			bool		worker_null = true;
-			ChangeCounters counters = {0};
-
-			if (worker_attnum > 0)
-				worker_id = heap_getattr(td->tg_trigtuple, worker_attnum, desc, &worker_null);
-			if (!old_null && (of_node || !worker_null) &&
-				only_counters_changed(desc, of_node, td->tg_trigtuple, td->tg_newtuple,
-									  &counters))
-			{
-				text	   *t = DatumGetTextPP(old_id);
-
-				change_log_append(of_node ? CHANGE_NODE_COUNTERS : CHANGE_WORKER_COUNTERS,
-								  VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t),
-								  &td->tg_trigtuple->t_self, &counters,
-								  of_node ? NULL : DatumGetUUIDP(worker_id));
-			}
-			else
-			{
-				append_node_of(td->tg_trigtuple, desc, attnum);
-				if (old_null || new_null || !datumIsEqual(old_id, new_id, false, -1))
-					append_node_of(td->tg_newtuple, desc, attnum);
-			}
-		}
+			row_updated(td->tg_relation, attnum, td->tg_trigtuple, td->tg_newtuple);
 		else
 			append_node_of(td->tg_trigtuple, desc, attnum);
 	}

@@ -44,6 +44,7 @@
 #include "batch.h"
 #include "lifecycle.h"
 #include "privileges.h"
+#include "reservation_rows.h"
 #include "settings.h"
 #include "spi_util.h"
 #include "validate.h"
@@ -630,6 +631,9 @@ add_milestone(const pg_uuid_t *execution_id, const char *key, const char *stage,
 	v[9] = detail ? JsonbPGetDatum(detail) : (Datum) 0;
 	n[9] = detail ? ' ' : 'n';
 	v[10] = TimestampTzGetDatum(at);
+	if (sched_milestone_direct(execution_id, key, stage, step_id, attempt_number, attempt_id,
+							   state, component, title, v[9], n[9] == 'n', at))
+		return;
 	sched_spi_exec(&milestone, v, n, false, 0, SPI_OK_INSERT);
 }
 
@@ -892,6 +896,7 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	char	   *exec_status;
 	const char *title;
 	char	   *key;
+	bool		found;
 
 	if (failed)
 	{
@@ -926,7 +931,8 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	v[2] = TimestampTzGetDatum(at);
 	v[3] = detail ? JsonbPGetDatum(detail) : (Datum) 0;
 	n[3] = detail ? ' ' : 'n';
-	sched_spi_exec(&attempt_ended, v, n, false, 0, SPI_OK_UPDATE);
+	if (!sched_attempt_end_direct(&a->attempt_id, status, at, v[3], n[3] == 'n', &found))
+		sched_spi_exec(&attempt_ended, v, n, false, 0, SPI_OK_UPDATE);
 	sched_release_reservation(&a->worker_id, a->node_id, a->reserve_cpu_millis,
 							  a->reserve_memory_mb, a->reserve_gpus);
 
@@ -1113,8 +1119,11 @@ begin_attempt(const AttemptRow *a, TimestampTz at)
 	v[0] = UUIDPGetDatum(&a->attempt_id);
 	v[1] = TimestampTzGetDatum(at);
 	v[2] = Float8GetDatum((double) sched_lease_ttl_s);
-	sched_spi_exec(&attempt_started, v, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
-	expires = DatumGetTimestampTz(sched_spi_get(0, 1, &isnull));
+	if (!sched_attempt_start_direct(&a->attempt_id, at, &expires))
+	{
+		sched_spi_exec(&attempt_started, v, NULL, false, 0, SPI_OK_UPDATE_RETURNING);
+		expires = DatumGetTimestampTz(sched_spi_get(0, 1, &isnull));
+	}
 	if (a->execution_status == NULL || (strcmp(a->execution_status, "CREATED") == 0 ||
 										strcmp(a->execution_status, "QUEUED") == 0))
 	{

@@ -24,7 +24,8 @@
  * A tenant's first batch starts at its bound, past the dead entries at the head of
  * request_queue_idx (queue_bound.c); dispatch_next's batches also leave out, without a
  * try of their row locks, the requests other running transactions hold
- * (queue_held.c: they publish what their batches return).
+ * (queue_held.c: they publish what their batches return).  claim_requests' batches are
+ * statements; dispatch_next's are the same walks in C (queue_fetch.c).
  *
  * Waiting for capacity (dispatch_next).  Requests of one shape (request.shape: a hash of
  * everything admission reads) are admitted by exactly the same nodes.  So a call judges
@@ -50,6 +51,7 @@
 #include "settings.h"
 #include "queue_bound.h"
 #include "queue_held.h"
+#include "queue_fetch.h"
 
 #include "storage/backendid.h"
 
@@ -158,81 +160,40 @@ PG_FUNCTION_INFO_V1(sched_dispatch_next_0_2);
 	" AND (r.state OPERATOR(pg_catalog.=) 'PENDING' OR r.claimed_until OPERATOR(pg_catalog.<=) " at ") "
 
 /*
- * The batch statements, in two forms: claim_requests' (the columns of 0.1.0, so a
- * database not yet updated is served) and dispatch_next's, which also reads each row's
- * shape and leaves out the shapes given in the last parameter (they wait for capacity).
+ * claim_requests' batch statements (the columns of 0.1.0, so a database not yet updated
+ * is served).  dispatch_next's batches are the same walks with more filters, in C
+ * (queue_fetch.c): they run at every call, and the executor's start of a plan cost more
+ * than the walk.
  */
-#define STARVING_BATCH(shape_column, shape_filter, limit) \
-	"SELECT r.request_id, r.tenant, r.queued_at, r.step_id, r.attempt_number" shape_column \
+#define STARVING_BATCH \
+	"SELECT r.request_id, r.tenant, r.queued_at, r.step_id, r.attempt_number" \
 	"  FROM sched.request r " \
 	" WHERE " READY("$4") \
 	"   AND r.queued_at OPERATOR(pg_catalog.<) $1 " \
 	"   AND ROW(r.queued_at, r.request_id) OPERATOR(pg_catalog.>) ROW($2, $3) " \
 	"   AND ($5::pg_catalog.text IS NULL OR r.capability OPERATOR(pg_catalog.=) $5) " \
 	"   AND ($6::pg_catalog.text IS NULL OR r.tenant OPERATOR(pg_catalog.=) $6) " \
-	shape_filter \
-	" ORDER BY r.queued_at, r.request_id LIMIT " limit " FOR UPDATE OF r SKIP LOCKED"
+	" ORDER BY r.queued_at, r.request_id LIMIT $7 FOR UPDATE OF r SKIP LOCKED"
 
-#define TENANT_BATCH(shape_column, shape_filter, limit) \
-	"SELECT r.request_id, r.sort_key, r.queued_at, r.step_id, r.attempt_number" shape_column \
+#define TENANT_BATCH \
+	"SELECT r.request_id, r.sort_key, r.queued_at, r.step_id, r.attempt_number" \
 	"  FROM sched.request r " \
 	" WHERE " READY("$5") \
 	"   AND r.tenant OPERATOR(pg_catalog.=) $1 " \
 	"   AND ROW(r.sort_key, r.queued_at, r.request_id) OPERATOR(pg_catalog.>) ROW($2, $3, $4) " \
 	"   AND r.queued_at OPERATOR(pg_catalog.>=) $7 " \
 	"   AND ($6::pg_catalog.text IS NULL OR r.capability OPERATOR(pg_catalog.=) $6) " \
-	shape_filter \
-	" ORDER BY r.sort_key, r.queued_at, r.request_id LIMIT " limit " FOR UPDATE OF r SKIP LOCKED"
+	" ORDER BY r.sort_key, r.queued_at, r.request_id LIMIT $8 FOR UPDATE OF r SKIP LOCKED"
 
 static SchedStatement starving_batch = {
-	STARVING_BATCH("", "", "$7"),
+	STARVING_BATCH,
 	7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID}
 };
 
-/* dispatch_next's also reads each row's concurrency_key, and leaves out the keys and
- * tenants a limit holds back for the rest of the call (queue_exclude_key/_tenant) */
-#define LIMITED_FILTER(keys, tenants) \
-	"   AND (r.concurrency_key IS NULL OR r.concurrency_key OPERATOR(pg_catalog.<>) ALL (" keys "::pg_catalog.text[])) " \
-	"   AND r.tenant OPERATOR(pg_catalog.<>) ALL (" tenants "::pg_catalog.text[]) " \
-	"   AND NOT sched._request_held_elsewhere(r.request_id) "
-
-/*
- * dispatch_next's batches run at every call, so they are planned once (generic): the
- * LIMIT the plan is made for is the constant QUEUE_BATCH of an inner query, and the
- * call's own count ($7, $8) limits the outer one.  Rows are locked as the outer query
- * pulls them, so a fetch still locks only as many as the call wants.  They walk the
- * queue's index in order (ordered: no sort, no bitmap scan), which a generic plan would
- * not choose by itself: it expects its filters to keep one row.  (Custom plans cost a
- * planning at every call: 15% of dispatch_next(1).)
- */
-#define OUTER_LIMIT(inner, n) "SELECT * FROM (" inner ") b LIMIT " n
-#define QUEUE_BATCH_TEXT "32"
-StaticAssertDecl(QUEUE_BATCH == 32, "QUEUE_BATCH_TEXT out of step");
-
-static SchedStatement starving_batch_shapes = {
-	OUTER_LIMIT(STARVING_BATCH(", r.shape, r.concurrency_key",
-							   "   AND r.shape OPERATOR(pg_catalog.<>) ALL ($8::pg_catalog.int8[]) "
-							   LIMITED_FILTER("$9", "$10"), QUEUE_BATCH_TEXT),
-				"$7"),
-	10, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT4OID,
-		INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID},
-	.generic_plan = true, .ordered = true
-};
-
 static SchedStatement tenant_batch = {
-	TENANT_BATCH("", "", "$8"),
+	TENANT_BATCH,
 	8, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID,
 		INT4OID}
-};
-
-static SchedStatement tenant_batch_shapes = {
-	OUTER_LIMIT(TENANT_BATCH(", r.shape, r.concurrency_key",
-							 "   AND r.shape OPERATOR(pg_catalog.<>) ALL ($9::pg_catalog.int8[]) "
-							 LIMITED_FILTER("$10", "$11"), QUEUE_BATCH_TEXT),
-				"$8"),
-	11, {TEXTOID, FLOAT8OID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID,
-		INT4OID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID},
-	.generic_plan = true, .ordered = true
 };
 
 /*
@@ -376,19 +337,6 @@ typedef struct QueueScan
 	char	  **excluded_tenants;
 	int			nexcluded_tenants;
 } QueueScan;
-
-/* The shapes the batch statements leave out, as an int8[] parameter. */
-static Datum
-excluded_shapes(const QueueScan *q)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(q->nexcluded, 1));
-	int			i;
-
-	for (i = 0; i < q->nexcluded; i++)
-		elems[i] = Int64GetDatum(q->excluded[i]);
-	return PointerGetDatum(construct_array(elems, q->nexcluded, INT8OID, 8,
-										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-}
 
 static Datum
 text_array(char **names, int n)
@@ -579,14 +527,106 @@ fetch_limit(const QueueScan *q)
 	return Max(1, Min(QUEUE_BATCH, q->want));
 }
 
+/* The filters of q, for a fetch of dispatch_next (queue_fetch.c). */
+static void
+fetch_filters(const QueueScan *q, SchedQueueFetch *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->capability = q->capability;
+	f->at = q->at;
+	f->starving_cutoff = q->starving_cutoff;
+	f->excluded_shapes = q->excluded;
+	f->nexcluded_shapes = q->nexcluded;
+	f->excluded_keys = q->excluded_keys;
+	f->nexcluded_keys = q->nexcluded_keys;
+	f->excluded_tenants = q->excluded_tenants;
+	f->nexcluded_tenants = q->nexcluded_tenants;
+	f->limit = fetch_limit(q);
+}
+
+/* dispatch_next's starving batch: the requests the others hold passed over
+ * (queue_held.c), each one locked published. */
+static void
+fetch_starving_locked(QueueScan *q)
+{
+	SchedQueueFetch f;
+	SchedQueueRow rows[QUEUE_BATCH];
+	int			n;
+	int			i;
+
+	fetch_filters(q, &f);
+	f.starving = true;
+	f.tenant = q->tenant;
+	f.queued_at = q->starving_queued_at;
+	f.request_id = q->starving_queued_at == DT_NOBEGIN ? PG_INT64_MIN : q->starving_request_id;
+	sched_queue_held_collect();
+	n = sched_queue_fetch(&f, rows);
+	sched_queue_held_release();
+	q->starving_buffered = n;
+	q->starving_next = 0;
+	if (n < f.limit)
+		q->starving_exhausted = true;
+	for (i = 0; i < n; i++)
+	{
+		q->starving_buffer[i] = rows[i].request_id;
+		q->starving_keys[i] = rows[i].key;
+		q->starving_tenant[i] = rows[i].tenant;
+		q->starving_shapes[i] = rows[i].shape;
+		q->starving_ckeys[i] = rows[i].concurrency_key;
+		q->starving_queued_at = rows[i].queued_at;
+		q->starving_request_id = rows[i].request_id;
+		sched_queue_held_publish(rows[i].request_id);
+	}
+}
+
+/* dispatch_next's batch of tenant t, likewise. */
+static void
+fetch_tenant_locked(QueueScan *q, QueueTenant *t)
+{
+	SchedQueueFetch f;
+	SchedQueueRow rows[QUEUE_BATCH];
+	int			n;
+	int			i;
+
+	fetch_filters(q, &f);
+	f.starving = false;
+	f.tenant = t->name;
+	f.sort_key = t->sort_key;
+	f.queued_at = t->queued_at;
+	f.request_id = t->request_id;
+	sched_queue_held_collect();
+	n = sched_queue_fetch(&f, rows);
+	sched_queue_held_release();
+	t->buffered = n;
+	t->next = 0;
+	if (n < f.limit)
+		t->exhausted = true;
+	for (i = 0; i < n; i++)
+	{
+		t->buffer[i] = rows[i].request_id;
+		t->keys[i] = rows[i].key;
+		t->shapes[i] = rows[i].shape;
+		t->ckeys[i] = rows[i].concurrency_key;
+		t->sort_key = rows[i].sort_key;
+		t->queued_at = rows[i].queued_at;
+		t->request_id = rows[i].request_id;
+		sched_queue_held_publish(rows[i].request_id);
+	}
+}
+
 static void
 fetch_starving(QueueScan *q)
 {
-	Datum		v[10];
-	char		n[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		v[7];
+	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	uint64		i;
 	bool		isnull;
 
+	if (q->with_shapes)
+	{
+		fetch_starving_locked(q);
+		return;
+	}
 	v[0] = TimestampTzGetDatum(q->starving_cutoff);
 	v[1] = TimestampTzGetDatum(q->starving_queued_at);
 	v[2] = Int64GetDatum(q->starving_request_id);
@@ -596,18 +636,7 @@ fetch_starving(QueueScan *q)
 	if (q->starving_queued_at == DT_NOBEGIN)
 		v[2] = Int64GetDatum(PG_INT64_MIN);
 	v[6] = Int32GetDatum(fetch_limit(q));
-	if (q->with_shapes)
-	{
-		v[7] = excluded_shapes(q);
-		v[8] = text_array(q->excluded_keys, q->nexcluded_keys);
-		v[9] = text_array(q->excluded_tenants, q->nexcluded_tenants);
-	}
-	if (q->with_shapes)
-		sched_queue_held_collect();
-	sched_spi_exec(q->with_shapes ? &starving_batch_shapes : &starving_batch, v, n, false, 0,
-				   SPI_OK_SELECT);
-	if (q->with_shapes)
-		sched_queue_held_release();
+	sched_spi_exec(&starving_batch, v, n, false, 0, SPI_OK_SELECT);
 	q->starving_buffered = (int) SPI_processed;
 	q->starving_next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))
@@ -618,19 +647,18 @@ fetch_starving(QueueScan *q)
 		q->starving_keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
 		q->starving_keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
 		q->starving_tenant[i] = sched_spi_text((int) i, 2);
-		q->starving_shapes[i] = q->with_shapes ? sched_spi_int64((int) i, 6) : 0;
-		q->starving_ckeys[i] = q->with_shapes ? sched_spi_text((int) i, 7) : NULL;
+		q->starving_shapes[i] = 0;
+		q->starving_ckeys[i] = NULL;
 		q->starving_queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		q->starving_request_id = q->starving_buffer[i];
-		sched_queue_held_publish(q->starving_buffer[i]);
 	}
 }
 
 static void
 fetch_tenant(QueueScan *q, QueueTenant *t)
 {
-	Datum		v[11];
-	char		n[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		v[8];
+	char		n[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	uint64		i;
 	bool		isnull;
 
@@ -646,6 +674,11 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 			t->request_id = bound.request_id - 1;	/* the bound itself comes next */
 		}
 	}
+	if (q->with_shapes)
+	{
+		fetch_tenant_locked(q, t);
+		return;
+	}
 	v[0] = CStringGetTextDatum(t->name);
 	v[1] = Float8GetDatum(t->sort_key);
 	v[2] = TimestampTzGetDatum(t->queued_at);
@@ -654,18 +687,7 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 	v[5] = text_or_null(q->capability, &n[5]);
 	v[6] = TimestampTzGetDatum(q->starving_cutoff);
 	v[7] = Int32GetDatum(fetch_limit(q));
-	if (q->with_shapes)
-	{
-		v[8] = excluded_shapes(q);
-		v[9] = text_array(q->excluded_keys, q->nexcluded_keys);
-		v[10] = text_array(q->excluded_tenants, q->nexcluded_tenants);
-	}
-	if (q->with_shapes)
-		sched_queue_held_collect();
-	sched_spi_exec(q->with_shapes ? &tenant_batch_shapes : &tenant_batch, v, n, false, 0,
-				   SPI_OK_SELECT);
-	if (q->with_shapes)
-		sched_queue_held_release();
+	sched_spi_exec(&tenant_batch, v, n, false, 0, SPI_OK_SELECT);
 	t->buffered = (int) SPI_processed;
 	t->next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))
@@ -675,12 +697,11 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 		t->buffer[i] = sched_spi_int64((int) i, 1);
 		t->keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
 		t->keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
-		t->shapes[i] = q->with_shapes ? sched_spi_int64((int) i, 6) : 0;
-		t->ckeys[i] = q->with_shapes ? sched_spi_text((int) i, 7) : NULL;
+		t->shapes[i] = 0;
+		t->ckeys[i] = NULL;
 		t->sort_key = DatumGetFloat8(sched_spi_get((int) i, 2, &isnull));
 		t->queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
 		t->request_id = t->buffer[i];
-		sched_queue_held_publish(t->buffer[i]);
 	}
 }
 

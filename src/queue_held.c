@@ -273,25 +273,30 @@ sched_queue_held_release(void)
  * request out: another running transaction held it locked when the fetch began.  False
  * outside a fetch.
  */
-Datum
-sched_request_held_elsewhere(PG_FUNCTION_ARGS)
+bool
+sched_queue_held_elsewhere(int64 id)
 {
-	int64		id = PG_GETARG_INT64(0);
 	uint32		h;
 
 	if (!set_active || id == 0)
-		PG_RETURN_BOOL(false);
+		return false;
 	h = set_home(id);
 	while (set_cells[h] != 0)
 	{
 		if (set_cells[h] == id)
 		{
 			set_hits++;
-			PG_RETURN_BOOL(true);
+			return true;
 		}
 		h = (h + 1) & (set_size - 1);
 	}
-	PG_RETURN_BOOL(false);
+	return false;
+}
+
+Datum
+sched_request_held_elsewhere(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(sched_queue_held_elsewhere(PG_GETARG_INT64(0)));
 }
 
 void

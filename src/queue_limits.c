@@ -51,6 +51,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
@@ -64,6 +65,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/timestamp.h"
 
 #define SCHED_KEY_LOCK_SPACE 0x534B		/* "SK" */
@@ -76,15 +78,9 @@
  * request submitted, or requeued, after the dispatching statement began is still fetched
  * from the queue), and a limit set meanwhile applies at once.
  */
-static SchedStatement limits_of = {
-	"SELECT c.max_live, r.dispatches, r.per, q.max_live, q.max_cpu_millis, q.max_memory_mb, "
-	"       q.max_gpus "
-	"  FROM (SELECT) AS x "
-	"  LEFT JOIN sched.concurrency_limit c ON c.concurrency_key OPERATOR(pg_catalog.=) $1 "
-	"  LEFT JOIN sched.rate_limit r ON r.concurrency_key OPERATOR(pg_catalog.=) $1 "
-	"  LEFT JOIN sched.tenant_quota q ON q.tenant OPERATOR(pg_catalog.=) $2",
-	2, {TEXTOID, TEXTOID}
-};
+/* (the three limits of a key and tenant: concurrency_limit.max_live, rate_limit's
+ * dispatches and per, tenant_quota's four maxima, each read by its table's primary key
+ * in C: read_limits) */
 
 /*
  * Whether a limit may exist: false when none of the three limit tables has a block.  A
@@ -318,6 +314,37 @@ same_key(const char *a, const char *b)
 }
 
 /*
+ * The row of limit table `table` whose primary key (text, COLLATE "C") is `key`, as
+ * `snapshot` sees it: its columns `columns` into values/nulls (copied: they outlive the
+ * read), true; false when there is none.
+ */
+static bool
+limit_row(const char *table, const char *key, Snapshot snapshot, const char *const *columns,
+		  int n, Datum *values, bool *nulls)
+{
+	SchedIndexScan scan;
+	ScanKeyData skey;
+	bool		found;
+	int			i;
+
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(key));
+	skey.sk_collation = C_COLLATION_OID;
+	sched_index_scan_begin(&scan, table, psprintf("%s_pkey", table), snapshot, &skey, 1);
+	found = sched_index_scan_next(&scan);
+	for (i = 0; found && i < n; i++)
+	{
+		AttrNumber	att = sched_column_of(scan.rel, columns[i]);
+		Form_pg_attribute a = TupleDescAttr(RelationGetDescr(scan.rel), att - 1);
+
+		values[i] = slot_getattr(scan.slot, att, &nulls[i]);
+		if (!nulls[i])
+			values[i] = datumCopy(values[i], a->attbyval, a->attlen);
+	}
+	sched_index_scan_end(&scan);
+	return found;
+}
+
+/*
  * The limits that apply to req (its key's and tenant's scope hashes given: key_hash 0
  * without a key), read with the latest snapshot; a dispatch_next call
  * (cache) reads those of a key and tenant once, so a limit set during a call applies from
@@ -329,8 +356,9 @@ read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, Sch
 {
 	const char *key = req->concurrency_key;
 	LimitsOf   *e = NULL;
-	Datum		v[2];
-	bool		isnull;
+	Snapshot	snapshot;
+	Datum		d[4];
+	bool		isnull[4];
 	int			i;
 
 	if (cache != NULL)
@@ -362,29 +390,39 @@ read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, Sch
 		}
 	}
 	memset(out, 0, sizeof(*out));
-	v[0] = key != NULL ? CStringGetTextDatum(key) : (Datum) 0;
-	v[1] = CStringGetTextDatum(req->tenant);
-	sched_spi_exec_latest(&limits_of, v, key != NULL ? "  " : "n ", SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		elog(ERROR, "pg_sched: the limits of request " INT64_FORMAT " read %d rows",
-			 req->request_id, (int) SPI_processed);
-	(void) sched_spi_get(0, 1, &isnull);
-	out->has_concurrency = !isnull;
-	if (!isnull)
-		out->max_live = sched_spi_int64(0, 1);
-	(void) sched_spi_get(0, 2, &isnull);
-	out->has_rate = !isnull;
-	if (!isnull)
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	if (key != NULL)
 	{
-		out->dispatches = sched_spi_int64(0, 2);
-		out->per = *DatumGetIntervalP(sched_spi_get(0, 3, &isnull));
+		static const char *const concurrency[] = {"max_live"};
+		static const char *const rate[] = {"dispatches", "per"};
+
+		if (limit_row("concurrency_limit", key, snapshot, concurrency, 1, d, isnull))
+		{
+			out->has_concurrency = !isnull[0];
+			out->max_live = isnull[0] ? 0 : DatumGetInt32(d[0]);
+		}
+		if (limit_row("rate_limit", key, snapshot, rate, 2, d, isnull) && !isnull[0] && !isnull[1])
+		{
+			out->has_rate = true;
+			out->dispatches = DatumGetInt32(d[0]);
+			out->per = *DatumGetIntervalP(d[1]);
+		}
 	}
-	for (i = 0; i < 4; i++)
 	{
-		(void) sched_spi_get(0, 4 + i, &out->q_null[i]);
-		out->q_max[i] = out->q_null[i] ? 0 : sched_spi_int64(0, 4 + i);
-		out->has_quota |= !out->q_null[i];
+		static const char *const quota[] = {"max_live", "max_cpu_millis", "max_memory_mb", "max_gpus"};
+
+		if (!limit_row("tenant_quota", req->tenant, snapshot, quota, 4, d, out->q_null))
+			for (i = 0; i < 4; i++)
+				out->q_null[i] = true;
+		for (i = 0; i < 4; i++)
+		{
+			out->q_max[i] = out->q_null[i] ? 0
+				: i == 2 ? DatumGetInt64(d[i]) : (int64) DatumGetInt32(d[i]);
+			out->has_quota |= !out->q_null[i];
+		}
 	}
+	UnregisterSnapshot(snapshot);
 	if (e != NULL)
 	{
 		uint64		h = e->hash;

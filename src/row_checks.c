@@ -35,6 +35,8 @@
 #include "utils/jsonb.h"
 #include "utils/typcache.h"
 
+#include "row_checks.h"
+
 PG_FUNCTION_INFO_V1(sched_node_valid);
 PG_FUNCTION_INFO_V1(sched_worker_valid);
 PG_FUNCTION_INFO_V1(sched_request_valid);

@@ -31,6 +31,7 @@ bool		sched_notify_workers = false;
 bool		sched_preemption = false;
 int			sched_preemption_hold_s = 30;
 bool		sched_fleet_mirror_carry = true;
+bool		sched_direct_writes = true;
 
 /* Defines every sched.* setting (module.c, at load). */
 void
@@ -101,6 +102,12 @@ sched_define_settings(void)
 							 "Whether a placement chooses among the best rows kept from the last pass over the fleet when one of them ranks first for certain.",
 							 "Off: every placement ranks every row of the fleet (the same choice, for comparisons).",
 							 &sched_fleet_mirror_carry, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("sched.direct_writes",
+							 "Whether a placement writes its rows without statements (the same rows, the same checks) while its tables are as pg_sched made them.",
+							 "Off: every placement writes with its statements (for comparisons).  A table with a trigger, rule, check or column "
+							 "pg_sched did not make is always written with a statement, which fires what was added.",
+							 &sched_direct_writes, true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("sched.dispatch_concurrency",
 							"Placement calls (dispatch_next, dispatch_attempt) of the cluster that run at once; the others wait their turn.",

@@ -309,19 +309,50 @@ sched_in_subxact(bool (*fn) (void *arg), void *arg)
 	return keep;
 }
 
-/* The column of `rel` named `name` (1-based), or an internal error. */
+/*
+ * The column of `rel` named `name` (1-based), or an internal error.  The last answer for
+ * each (table, name pointer) is remembered in a small direct-mapped cache and used after
+ * checking that the table's column at that number still has that name and is not
+ * dropped, so a cached answer is never wrong (a table altered, a name pointer reused
+ * for another name: the check fails and the columns are searched again).
+ */
+#define COLUMN_CACHE_SIZE 256
+
+static struct
+{
+	Oid			relid;
+	const char *name;
+	AttrNumber	attnum;
+}			column_cache[COLUMN_CACHE_SIZE];
+
 AttrNumber
 sched_column_of(Relation rel, const char *name)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			relid = RelationGetRelid(rel);
+	uint32		h = (uint32) (((uint64) (uintptr_t) name * UINT64CONST(0x9E3779B97F4A7C15) + relid) >> 40)
+		% COLUMN_CACHE_SIZE;
 	int			i;
 
+	if (column_cache[h].relid == relid && column_cache[h].name == name &&
+		column_cache[h].attnum > 0 && column_cache[h].attnum <= desc->natts)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, column_cache[h].attnum - 1);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return column_cache[h].attnum;
+	}
 	for (i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
 		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+		{
+			column_cache[h].relid = relid;
+			column_cache[h].name = name;
+			column_cache[h].attnum = att->attnum;
 			return att->attnum;
+		}
 	}
 	elog(ERROR, "pg_sched: sched.%s has no column %s", RelationGetRelationName(rel), name);
 	return InvalidAttrNumber;	/* keep compiler quiet */
@@ -365,6 +396,9 @@ index_scan_open(SchedIndexScan *s, const char *table, const char *index, Snapsho
 	s->rel = table_open(relid, lockmode);
 	s->index = index_open(indexid, AccessShareLock);
 	s->slot = table_slot_create(s->rel, NULL);
+	s->scan = NULL;
+	if (snapshot == InvalidSnapshot)
+		return;					/* (sched_index_lock_row: its scan is its own) */
 	s->scan = index_beginscan(s->rel, s->index, snapshot, nkeys, 0);
 	index_rescan(s->scan, keys, nkeys, NULL, 0);
 }
@@ -377,26 +411,43 @@ sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
 }
 
 SchedRowLockResult
-sched_index_lock_row(SchedIndexScan *s, const char *table, const char *index,
-					 ScanKeyData *keys, int nkeys, LockTupleMode mode, bool wait)
+sched_lock_row_by_key(Relation rel, Relation index, TupleTableSlot *slot, ScanKeyData *keys,
+					  int nkeys, LockTupleMode mode, bool wait, Snapshot given, Snapshot *kept)
 {
-	Snapshot	snapshot;
+	Snapshot	snapshot = given;
+	IndexScanDesc scan;
 	ItemPointerData tid;
 	TM_FailureData tmfd;
 	TM_Result	result;
+	bool		found;
 
-	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	index_scan_open(s, table, index, snapshot, keys, nkeys, RowShareLock);
-	s->own_snapshot = snapshot;
-	if (!index_getnext_slot(s->scan, ForwardScanDirection, s->slot))
+	if (given == InvalidSnapshot)
+	{
+		CommandCounterIncrement();
+		snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	}
+	else
+		kept = NULL;			/* the caller's, not to be released here */
+	scan = index_beginscan(rel, index, snapshot, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	if (kept != NULL)
+		*kept = snapshot;
+	if (!found)
+	{
+		if (kept == NULL && given == InvalidSnapshot)
+			UnregisterSnapshot(snapshot);
 		return SCHED_ROW_GONE;
-	tid = s->slot->tts_tid;
+	}
+	tid = slot->tts_tid;
 	/* as ExecLockRows: the newest version under READ COMMITTED, none other after */
-	result = table_tuple_lock(s->rel, &tid, snapshot, s->slot, GetCurrentCommandId(true),
+	result = table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(true),
 							  mode, wait ? LockWaitBlock : LockWaitSkip,
 							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
 							  &tmfd);
+	if (kept == NULL && given == InvalidSnapshot)
+		UnregisterSnapshot(snapshot);
 	switch (result)
 	{
 		case TM_Ok:
@@ -417,13 +468,24 @@ sched_index_lock_row(SchedIndexScan *s, const char *table, const char *index,
 			break;
 		case TM_SelfModified:
 			/* changed by this transaction after the snapshot: not after the increment */
-			elog(ERROR, "pg_sched: sched.%s row changed by this command", table);
+			elog(ERROR, "pg_sched: sched.%s row changed by this command",
+				 RelationGetRelationName(rel));
 			break;
 		default:
 			elog(ERROR, "pg_sched: unexpected result %d locking a row of sched.%s",
-				 (int) result, table);
+				 (int) result, RelationGetRelationName(rel));
 	}
 	return SCHED_ROW_GONE;		/* keep compiler quiet */
+}
+
+SchedRowLockResult
+sched_index_lock_row(SchedIndexScan *s, const char *table, const char *index,
+					 ScanKeyData *keys, int nkeys, LockTupleMode mode, bool wait)
+{
+	/* (the scan opened for sched_index_scan_end to close: its own scan is not used) */
+	index_scan_open(s, table, index, InvalidSnapshot, keys, 0, RowShareLock);
+	return sched_lock_row_by_key(s->rel, s->index, s->slot, keys, nkeys, mode, wait,
+								 InvalidSnapshot, &s->own_snapshot);
 }
 
 bool
@@ -459,7 +521,8 @@ sched_index_scan_begin_fresh(SchedIndexScan *s, const char *table, const char *i
 void
 sched_index_scan_end(SchedIndexScan *s)
 {
-	index_endscan(s->scan);
+	if (s->scan != NULL)
+		index_endscan(s->scan);
 	ExecDropSingleTupleTableSlot(s->slot);
 	index_close(s->index, AccessShareLock);
 	/* a table whose row was locked keeps its lock to the transaction's end */

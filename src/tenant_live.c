@@ -26,19 +26,19 @@
 #include "utils/rel.h"
 #include "utils/tuplestore.h"
 
+#include "access/stratnum.h"
+#include "catalog/pg_collation.h"
+#include "utils/fmgroids.h"
+
+#include "row_write.h"
+#include "settings.h"
 #include "spi_util.h"
+#include "tenant_live.h"
 
 PG_FUNCTION_INFO_V1(sched_attempt_live_changed);
 
 /* one tenant's change: live attempts, and what they reserve */
-typedef struct TenantDelta
-{
-	char	   *tenant;
-	int64		live;
-	int64		cpu_millis;
-	int64		memory_mb;
-	int64		gpus;
-} TenantDelta;
+typedef SchedTenantDelta TenantDelta;
 
 /* the columns of sched.attempt the sums read */
 typedef struct LiveColumns
@@ -119,6 +119,118 @@ by_tenant(const void *a, const void *b)
 	return strcmp(((const TenantDelta *) a)->tenant, ((const TenantDelta *) b)->tenant);
 }
 
+static const char *const tenant_live_columns[] = {
+	"tenant", "backend", "live", "cpu_millis", "memory_mb", "gpus", NULL
+};
+static const char *const no_triggers[] = {NULL};
+static const SchedTableShape tenant_live_shape = {
+	"tenant_live", no_triggers, NULL, NULL, NULL, false, tenant_live_columns
+};
+
+/*
+ * What tenant_live_added does, without the statement (row_write.c): the row of
+ * (tenant, backend) gets the sums added, or is inserted with them.  Only this backend
+ * writes its rows (its slot is its own while it runs), so the row's lock is free and no
+ * concurrent insert of the same key can be under way.
+ */
+static void
+tenant_live_add_direct(SchedRowWriter *w, const TenantDelta *sum, int backend)
+{
+	static const char *const names[] = {"live", "cpu_millis", "memory_mb", "gpus"};
+	ScanKeyData keys[2];
+	HeapTuple	old;
+	Datum		v[6];
+	bool		n[6] = {false, false, false, false, false, false};
+	int64		add[4];
+	int			k;
+
+	add[0] = sum->live;
+	add[1] = sum->cpu_millis;
+	add[2] = sum->memory_mb;
+	add[3] = sum->gpus;
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(sum->tenant));
+	keys[0].sk_collation = C_COLLATION_OID; /* tenant's */
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(backend));
+	old = sched_row_lock(w, "tenant_live_pkey", keys, 2);
+	if (old == NULL)
+	{
+		v[0] = CStringGetTextDatum(sum->tenant);
+		v[1] = Int32GetDatum(backend);
+		for (k = 0; k < 4; k++)
+			v[2 + k] = Int64GetDatum(add[k]);
+		sched_row_insert(w, v, n);
+		return;
+	}
+	for (k = 0; k < 4; k++)
+	{
+		Datum		d = heap_getattr(old, sched_column_of(w->rel, names[k]),
+									 RelationGetDescr(w->rel), &n[k]);
+		int64		x = n[k] ? 0 : DatumGetInt64(d);
+
+		/* NULL + x is NULL in SQL (the columns are NOT NULL: the check refuses it) */
+		if (!n[k])
+			add_checked(&x, add[k]);
+		v[k] = Int64GetDatum(x);
+	}
+	(void) sched_row_update(w, old, names, v, n, 4);
+}
+
+void
+sched_tenant_live_add(SchedTenantDelta *deltas, int n)
+{
+	int			backend = MyBackendId;
+	int			i;
+	SchedRowWriter w;
+	EState	   *estate = NULL;
+	bool		direct = false;
+
+	if (n > 1)
+		qsort(deltas, n, sizeof(TenantDelta), by_tenant);
+
+	for (i = 0; i < n;)
+	{
+		TenantDelta sum = deltas[i];
+		int			j;
+
+		for (j = i + 1; j < n && strcmp(deltas[j].tenant, sum.tenant) == 0; j++)
+		{
+			add_checked(&sum.live, deltas[j].live);
+			add_checked(&sum.cpu_millis, deltas[j].cpu_millis);
+			add_checked(&sum.memory_mb, deltas[j].memory_mb);
+			add_checked(&sum.gpus, deltas[j].gpus);
+		}
+		i = j;
+		if (sum.live == 0 && sum.cpu_millis == 0 && sum.memory_mb == 0 && sum.gpus == 0)
+			continue;
+		if (estate == NULL && sched_direct_writes)
+		{
+			estate = CreateExecutorState();
+			direct = sched_row_writer_open(&w, &tenant_live_shape, estate);
+		}
+		if (direct)
+			tenant_live_add_direct(&w, &sum, backend);
+		else
+		{
+			Datum		v[6];
+
+			v[0] = CStringGetTextDatum(sum.tenant);
+			v[1] = Int32GetDatum(backend);
+			v[2] = Int64GetDatum(sum.live);
+			v[3] = Int64GetDatum(sum.cpu_millis);
+			v[4] = Int64GetDatum(sum.memory_mb);
+			v[5] = Int64GetDatum(sum.gpus);
+			sched_spi_exec(&tenant_live_added, v, NULL, false, 0, SPI_OK_INSERT);
+		}
+	}
+	if (direct)
+	{
+		sched_row_writer_close(&w);
+		CommandCounterIncrement();
+	}
+	if (estate != NULL)
+		FreeExecutorState(estate);
+}
+
 /*
  * sched._attempt_live_changed(): AFTER INSERT, UPDATE or DELETE FOR EACH STATEMENT on
  * sched.attempt, with the transition tables of its event (new_rows, old_rows), and
@@ -133,8 +245,6 @@ sched_attempt_live_changed(PG_FUNCTION_ARGS)
 	TenantDelta *deltas;
 	int			n = 0;
 	int			cap = 8;
-	int			i;
-	int			backend = MyBackendId;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -164,35 +274,7 @@ sched_attempt_live_changed(PG_FUNCTION_ARGS)
 		collect(td->tg_newtable, desc, &col, 1, &deltas, &n, &cap);
 	if (td->tg_oldtable != NULL)
 		collect(td->tg_oldtable, desc, &col, -1, &deltas, &n, &cap);
-	if (n > 1)
-		qsort(deltas, n, sizeof(TenantDelta), by_tenant);
-
-	for (i = 0; i < n;)
-	{
-		TenantDelta sum = deltas[i];
-		int			j;
-
-		for (j = i + 1; j < n && strcmp(deltas[j].tenant, sum.tenant) == 0; j++)
-		{
-			add_checked(&sum.live, deltas[j].live);
-			add_checked(&sum.cpu_millis, deltas[j].cpu_millis);
-			add_checked(&sum.memory_mb, deltas[j].memory_mb);
-			add_checked(&sum.gpus, deltas[j].gpus);
-		}
-		i = j;
-		if (sum.live != 0 || sum.cpu_millis != 0 || sum.memory_mb != 0 || sum.gpus != 0)
-		{
-			Datum		v[6];
-
-			v[0] = CStringGetTextDatum(sum.tenant);
-			v[1] = Int32GetDatum(backend);
-			v[2] = Int64GetDatum(sum.live);
-			v[3] = Int64GetDatum(sum.cpu_millis);
-			v[4] = Int64GetDatum(sum.memory_mb);
-			v[5] = Int64GetDatum(sum.gpus);
-			sched_spi_exec(&tenant_live_added, v, NULL, false, 0, SPI_OK_INSERT);
-		}
-	}
+	sched_tenant_live_add(deltas, n);
 	SPI_finish();
 	return PointerGetDatum(NULL);
 }

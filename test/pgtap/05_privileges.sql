@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(1016);
+SELECT plan(1018);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -730,6 +730,11 @@ SELECT lives_ok($$SET sched.fleet_mirror_carry = off$$,
 SELECT is((SELECT context FROM pg_settings WHERE name = 'sched.fleet_mirror_carry'), 'user',
           'sched.fleet_mirror_carry is a user setting');
 RESET sched.fleet_mirror_carry;
+SELECT lives_ok($$SET sched.direct_writes = off$$,
+                'a sched_worker may SET sched.direct_writes = off (its own placements only)');
+SELECT is((SELECT context FROM pg_settings WHERE name = 'sched.direct_writes'), 'user',
+          'sched.direct_writes is a user setting');
+RESET sched.direct_writes;
 RESET ROLE;
 SELECT is(sched.setting_seconds('sched.lease_ttl') || ' ' || sched.setting_seconds('sched.heartbeat_ttl'),
           (SELECT string_agg(sched.setting_seconds(n)::text, ' ' ORDER BY o)

@@ -1,0 +1,58 @@
+/*
+ * queue_fetch.h — dispatch_next's batches of the queue, read and locked in C
+ * (queue_fetch.c).
+ */
+#ifndef PG_SCHED_QUEUE_FETCH_H
+#define PG_SCHED_QUEUE_FETCH_H
+
+#include "utils/timestamp.h"
+
+#include "reservation.h"
+
+/* What one fetch reads: a range of the queue after a keyset position, and its filters. */
+typedef struct SchedQueueFetch
+{
+	/* starving: request_age_idx, the requests queued before starving_cutoff, by
+	 * (queued_at, request_id); else request_queue_idx, tenant's range by (sort_key,
+	 * queued_at, request_id), the requests queued at or after starving_cutoff */
+	bool		starving;
+	const char *tenant;			/* the range (not starving); a filter or NULL (starving) */
+	const char *capability;		/* NULL: any */
+	TimestampTz at;				/* ready at */
+	TimestampTz starving_cutoff;
+	/* the keyset position: only rows after it (sort_key only when not starving) */
+	double		sort_key;
+	TimestampTz queued_at;
+	int64		request_id;
+	/* left out: these shapes, concurrency keys and tenants */
+	const int64 *excluded_shapes;
+	int			nexcluded_shapes;
+	char	  **excluded_keys;
+	int			nexcluded_keys;
+	char	  **excluded_tenants;
+	int			nexcluded_tenants;
+	int			limit;			/* rows to lock at most */
+} SchedQueueFetch;
+
+/* One request a fetch locked. */
+typedef struct SchedQueueRow
+{
+	int64		request_id;
+	char	   *tenant;
+	double		sort_key;
+	TimestampTz queued_at;
+	SchedStepKey key;
+	int64		shape;
+	char	   *concurrency_key;	/* NULL: none */
+} SchedQueueRow;
+
+/*
+ * The first `limit` ready requests of the range after the keyset position that pass the
+ * filters and are not held elsewhere (queue_held.c, collected by the caller), each
+ * locked FOR UPDATE, skipping those another transaction holds: what the batch
+ * statements of queue.c (STARVING_BATCH, TENANT_BATCH with their shape and limit
+ * filters) return, in their order.  Returns how many were locked, into rows.
+ */
+extern int	sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows);
+
+#endif
