@@ -64,4 +64,24 @@ extern bool sched_attempt_end_direct(const pg_uuid_t *attempt_id, const char *st
 extern bool sched_attempt_start_direct(const pg_uuid_t *attempt_id, TimestampTz at,
 									   TimestampTz *expires);
 
+/* the columns of a delivered command, as lifecycle.c's statement commands_delivered
+ * returns them: command_id, kind, attempt_id, lease_version, request_id, then the
+ * request's execution_id, step_id, attempt_number, capability, capability_version,
+ * payload */
+#define SCHED_DELIVERED_COLUMNS 11
+
+/*
+ * What lifecycle.c's statement commands_delivered does, without it: up to `max` of the
+ * worker's undelivered commands made for session `generation` or an earlier one, whose
+ * attempt is live (or preempted, for a CANCEL), oldest first, each locked FOR UPDATE
+ * skipping those another transaction holds, marked delivered at `at` to `generation`;
+ * the rows (those whose request is there) into (*values)[0..returned) and (*nulls),
+ * allocated in the caller's memory.  Returns how many were returned, or -1 (nothing
+ * done) when sched.direct_writes is off or sched.command is not as pg_sched made it.
+ */
+extern int	sched_commands_deliver_direct(const pg_uuid_t *worker_id, int64 generation,
+										  int32 max, TimestampTz at,
+										  Datum (**values)[SCHED_DELIVERED_COLUMNS],
+										  bool (**nulls)[SCHED_DELIVERED_COLUMNS]);
+
 #endif

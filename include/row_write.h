@@ -56,6 +56,9 @@ extern bool sched_row_writer_open(SchedRowWriter *w, const SchedTableShape *shap
 								  EState *estate);
 extern void sched_row_writer_close(SchedRowWriter *w);
 
+/* The writer's index named `name` (opened with the table's indexes), or an error. */
+extern Relation sched_row_writer_index(SchedRowWriter *w, const char *name);
+
 /*
  * The newest version of the row found by equality keys on unique index `index` (read
  * with the writer's snapshot, taken at open: the row must not be one this write wrote),

@@ -102,14 +102,15 @@ LANGUAGE sql AS $$
                         '_request_valid', '_node_valid', '_worker_valid', '_fleet_changed')
 $$;
 
--- The same, of the attempt's, worker's and node's checks and triggers only (an end of
--- an attempt writes those three directly; a retry's new request is a statement).
+-- The same, of the command's, attempt's, worker's and node's checks and triggers only
+-- (a delivery, a start and an end write those directly; a retry's new request is a
+-- statement).
 CREATE FUNCTION pg_temp.end_calls() RETURNS bigint
 LANGUAGE sql AS $$
     SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions
      WHERE schemaname = 'sched'
-       AND funcname IN ('_attempt_live_changed', '_attempt_valid', '_node_valid', '_worker_valid',
-                        '_fleet_changed')
+       AND funcname IN ('_command_valid', '_attempt_live_changed', '_attempt_valid', '_node_valid',
+                        '_worker_valid', '_fleet_changed')
 $$;
 
 -- The placements: one, a batch of 12, one of a given request, a batch of 5 of a tenant.
@@ -168,8 +169,8 @@ LANGUAGE sql AS $$
 $$;
 SELECT pg_temp.invariants() AS wrong_workers_nodes_tenants_mirror;
 
--- the workers take and start their attempts: with the statements, then (after a
--- rollback) directly, the same rows
+-- the workers take (the commands delivered) and start their attempts: with the
+-- statements, then (after a rollback) directly, the same rows
 CREATE FUNCTION pg_temp.start() RETURNS bigint
 LANGUAGE sql AS $$
     SELECT count(*)
@@ -225,6 +226,37 @@ SELECT count(*) FILTER (WHERE outcome = 'DISPATCHED') AS placed
 SELECT pg_temp.executor_calls() - :calls_before AS executor_calls_of_direct_writes;
 COMMIT;
 SELECT pg_temp.invariants() AS wrong_after_more;
+
+-- One poll of many commands (a worker of 40 slots, 20 STARTs): the same rows in the same
+-- order, with the statements and directly.
+SELECT count(*) AS big_node FROM (
+    SELECT sched.upsert_node('big', cpu_millis => 64000, memory_mb => 65536),
+           sched.register_worker('big', 'c', ARRAY['1'], 40, at => '2026-01-01 00:00:00+00')) s;
+SELECT count(sched.submit(gen_random_uuid(), gen_random_uuid(), 'c', '1', node_id => 'big',
+                          available_at => '2025-12-31 23:00:00+00')) AS pinned
+  FROM generate_series(1, 20);
+SELECT count(*) FILTER (WHERE outcome = 'DISPATCHED' AND node_id = 'big') AS placed_on_big
+  FROM sched.dispatch_next(30, at => '2026-01-01 00:00:25+00');
+CREATE FUNCTION pg_temp.poll_big() RETURNS text
+LANGUAGE sql AS $$
+    SELECT string_agg(concat_ws(' ', c.kind, r.step_id, c.lease_version, c.attempt_number,
+                                c.capability, c.payload), ', ' ORDER BY c.ordinality)
+      FROM sched.worker w,
+           LATERAL sched.poll_commands(w.worker_id, w.generation, 100, at => '2026-01-01 00:00:26+00')
+               WITH ORDINALITY c
+      JOIN sched.request r USING (request_id)
+     WHERE w.node_id = 'big'
+$$;
+BEGIN;
+SET LOCAL sched.direct_writes = off;
+SELECT pg_temp.poll_big() AS by_statements \gset
+ROLLBACK;
+BEGIN;
+SELECT pg_temp.poll_big() AS directly \gset
+SELECT :'by_statements' = :'directly' AS same_commands,
+       (SELECT count(*) FROM sched.command c JOIN sched.worker w USING (worker_id)
+         WHERE w.node_id = 'big' AND c.delivered_at = '2026-01-01 00:00:26+00') AS delivered;
+ROLLBACK;
 
 -- A trigger of the user's on sched.attempt: the statements write, and it fires.
 CREATE TABLE public.seen_attempts (request_id bigint);

@@ -1138,7 +1138,7 @@ begin_attempt(const AttemptRow *a, TimestampTz at)
 }
 
 /* the columns of a delivered command (commands_delivered), and the started lease's end */
-#define DELIVERED_COLUMNS 11
+#define DELIVERED_COLUMNS SCHED_DELIVERED_COLUMNS
 #define COMMAND_COLUMNS (DELIVERED_COLUMNS + 1)
 
 /* A command read by deliver_commands, as it goes into the result (once started). */
@@ -1176,30 +1176,53 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 	uint64		ndelivered;
 	DeliveredCommand *cmds;
 	uint64		i;
+	int			direct;
+	Datum		(*dvalues)[SCHED_DELIVERED_COLUMNS];
+	bool		(*dnulls)[SCHED_DELIVERED_COLUMNS];
 
 	if (checked == NULL)
 		check_worker_session(worker_id, generation, state);
 	else if (state != NULL)
 		memcpy(*state, *checked, sizeof(WorkerState));
-	v[0] = UUIDPGetDatum(worker_id);
-	v[1] = Int64GetDatum(generation);
-	v[2] = Int32GetDatum(max);
-	v[3] = TimestampTzGetDatum(at);
-	sched_spi_exec(&commands_delivered, v, NULL, false, 0, SPI_OK_SELECT);
-	ndelivered = SPI_processed;
-	if (ndelivered == 0)
-		return 0;
-
-	/* each row read once; the result kept to the end of the call, out of
-	 * sched_spi_exec's reach (it frees the last result before it runs a statement): the
-	 * values point into it, and the locks and starts below run statements of their own */
-	delivered = SPI_tuptable;
-	SPI_tuptable = NULL;
-	cmds = palloc0(sizeof(DeliveredCommand) * ndelivered);
-	for (i = 0; i < ndelivered; i++)
+	direct = sched_commands_deliver_direct(worker_id, generation, max, at, &dvalues, &dnulls);
+	if (direct >= 0)
 	{
-		heap_deform_tuple(delivered->vals[i], delivered->tupdesc, cmds[i].values, cmds[i].nulls);
-		cmds[i].nulls[DELIVERED_COLUMNS] = true;
+		ndelivered = (uint64) direct;
+		if (ndelivered == 0)
+			return 0;
+		delivered = NULL;
+		cmds = palloc0(sizeof(DeliveredCommand) * ndelivered);
+		for (i = 0; i < ndelivered; i++)
+		{
+			memcpy(cmds[i].values, dvalues[i], sizeof(dvalues[i]));
+			memcpy(cmds[i].nulls, dnulls[i], sizeof(dnulls[i]));
+			cmds[i].nulls[DELIVERED_COLUMNS] = true;
+		}
+	}
+	else
+	{
+		v[0] = UUIDPGetDatum(worker_id);
+		v[1] = Int64GetDatum(generation);
+		v[2] = Int32GetDatum(max);
+		v[3] = TimestampTzGetDatum(at);
+		sched_spi_exec(&commands_delivered, v, NULL, false, 0, SPI_OK_SELECT);
+		ndelivered = SPI_processed;
+		if (ndelivered == 0)
+			return 0;
+
+		/* each row read once; the result kept to the end of the call, out of
+		 * sched_spi_exec's reach (it frees the last result before it runs a statement):
+		 * the values point into it, and the locks and starts below run statements of
+		 * their own */
+		delivered = SPI_tuptable;
+		SPI_tuptable = NULL;
+		cmds = palloc0(sizeof(DeliveredCommand) * ndelivered);
+		for (i = 0; i < ndelivered; i++)
+		{
+			heap_deform_tuple(delivered->vals[i], delivered->tupdesc, cmds[i].values,
+							  cmds[i].nulls);
+			cmds[i].nulls[DELIVERED_COLUMNS] = true;
+		}
 	}
 
 	/* every START's attempt locked first (the attempts before their executions) */
@@ -1232,7 +1255,8 @@ deliver_commands(ReturnSetInfo *rsinfo, const pg_uuid_t *worker_id, int64 genera
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, c->values, c->nulls);
 	}
-	SPI_freetuptable(delivered);
+	if (delivered != NULL)
+		SPI_freetuptable(delivered);
 	return ndelivered;
 }
 

@@ -43,6 +43,12 @@
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/datum.h"
+#include "access/genam.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
 #include "batch.h"
@@ -717,4 +723,218 @@ sched_attempt_start_direct(const pg_uuid_t *attempt_id, TimestampTz at, Timestam
 	attempt_updated(&w, old, names, v, n, 3);
 	close_alone(&w);
 	return true;
+}
+
+/* An open read of one row by a unique key of a table: the table, the index, a slot. */
+typedef struct KeyReader
+{
+	Relation	rel;
+	Relation	index;
+	TupleTableSlot *slot;
+} KeyReader;
+
+static void
+key_reader_open(KeyReader *r, const char *table, const char *index)
+{
+	Oid			nsp = get_namespace_oid("sched", false);
+	Oid			relid = get_relname_relid(table, nsp);
+	Oid			indexid = get_relname_relid(index, nsp);
+
+	if (!OidIsValid(relid) || !OidIsValid(indexid))
+		elog(ERROR, "pg_sched: sched.%s or its index %s is missing", table, index);
+	r->rel = table_open(relid, AccessShareLock);
+	r->index = index_open(indexid, AccessShareLock);
+	r->slot = table_slot_create(r->rel, NULL);
+}
+
+/* The row of key `key` (one column of the index) as snapshot sees it, into r->slot. */
+static bool
+key_reader_get(KeyReader *r, Snapshot snapshot, ScanKeyData *key)
+{
+	IndexScanDesc scan = index_beginscan(r->rel, r->index, snapshot, 1, 0);
+	bool		found;
+
+	index_rescan(scan, key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, r->slot);
+	index_endscan(scan);
+	return found;
+}
+
+static void
+key_reader_close(KeyReader *r)
+{
+	ExecDropSingleTupleTableSlot(r->slot);
+	index_close(r->index, AccessShareLock);
+	table_close(r->rel, AccessShareLock);
+}
+
+/* Whether the attempt of command row `slot` (of table rel) lets the command be delivered:
+ * live, or preempted for a CANCEL (the statement's sub-select; no attempt: no). */
+static bool
+attempt_takes_command(KeyReader *attempts, Snapshot snapshot, Relation rel,
+					  TupleTableSlot *slot)
+{
+	ScanKeyData key;
+	bool		isnull;
+	Datum		attempt_id = slot_getattr(slot, sched_column_of(rel, "attempt_id"), &isnull);
+	Datum		status;
+	Datum		kind;
+
+	if (isnull)
+		return false;
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, attempt_id);
+	if (!key_reader_get(attempts, snapshot, &key))
+		return false;
+	status = slot_getattr(attempts->slot, sched_column_of(attempts->rel, "status"), &isnull);
+	if (isnull)
+		return false;
+	if (live_status(status))
+		return true;
+	kind = slot_getattr(slot, sched_column_of(rel, "kind"), &isnull);
+	return !isnull && strcmp(TextDatumGetCString(kind), "CANCEL") == 0 &&
+		strcmp(TextDatumGetCString(status), "PREEMPTED") == 0;
+}
+
+/* Whether command row `slot` is one the worker's session `generation` may receive: not
+ * delivered, made for that session or an earlier one. */
+static bool
+command_deliverable(Relation rel, TupleTableSlot *slot, int64 generation)
+{
+	bool		isnull;
+	Datum		gen;
+
+	(void) slot_getattr(slot, sched_column_of(rel, "delivered_at"), &isnull);
+	if (!isnull)
+		return false;
+	gen = slot_getattr(slot, sched_column_of(rel, "worker_generation"), &isnull);
+	return !isnull && DatumGetInt64(gen) <= generation;
+}
+
+int
+sched_commands_deliver_direct(const pg_uuid_t *worker_id, int64 generation, int32 max,
+							  TimestampTz at, Datum (**values_out)[SCHED_DELIVERED_COLUMNS],
+							  bool (**nulls_out)[SCHED_DELIVERED_COLUMNS])
+{
+	Datum		(*values)[SCHED_DELIVERED_COLUMNS];
+	bool		(*nulls)[SCHED_DELIVERED_COLUMNS];
+	int			size = Min(max, 16);
+	static const char *const names[] = {"delivered_at", "delivered_generation"};
+	static const char *const request_columns[] = {"execution_id", "step_id", "attempt_number",
+	"capability", "capability_version", "payload"};
+	SchedRowWriter w;
+	KeyReader	attempts;
+	KeyReader	requests;
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext cxt;
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *locked;
+	int			n = 0;
+
+	if (!open_alone(&w, &command_shape))
+		return -1;
+	values = palloc(sizeof(*values) * size);
+	nulls = palloc(sizeof(*nulls) * size);
+	cxt = AllocSetContextCreate(caller, "pg_sched command delivery", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cxt);
+	key_reader_open(&attempts, "attempt", "attempt_pkey");
+	key_reader_open(&requests, "request", "request_pkey");
+	locked = table_slot_create(w.rel, NULL);
+	index = sched_row_writer_index(&w, "command_undelivered_idx");
+	/* the worker's undelivered commands, oldest first (worker_id, command_id) */
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(worker_id));
+	scan = index_beginscan(w.rel, index, w.snapshot, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	while (n < max && index_getnext_slot(scan, ForwardScanDirection, w.read_slot))
+	{
+		ItemPointerData tid = w.read_slot->tts_tid;
+		TM_FailureData tmfd;
+		TM_Result	result;
+		HeapTuple	old;
+		Datum		v[2];
+		bool		vn[2] = {false, false};
+		ScanKeyData rkey;
+		bool		isnull;
+		int			k;
+
+		if (!command_deliverable(w.rel, w.read_slot, generation) ||
+			!attempt_takes_command(&attempts, w.snapshot, w.rel, w.read_slot))
+			continue;
+		/* FOR UPDATE OF c SKIP LOCKED, with LockRows' recheck of a newer version */
+		result = table_tuple_lock(w.rel, &tid, w.snapshot, locked, GetCurrentCommandId(true),
+								  LockTupleExclusive, LockWaitSkip,
+								  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+								  &tmfd);
+		if (result == TM_WouldBlock || result == TM_SelfModified ||
+			((result == TM_Deleted || result == TM_Updated) && !IsolationUsesXactSnapshot()))
+			continue;
+		if (result == TM_Deleted || result == TM_Updated)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update")));
+		if (result != TM_Ok)
+			elog(ERROR, "pg_sched: unexpected result %d locking a command", (int) result);
+		if (tmfd.traversed &&
+			(!command_deliverable(w.rel, locked, generation) ||
+			 !attempt_takes_command(&attempts, w.snapshot, w.rel, locked)))
+			continue;
+
+		/* delivered_at = at, delivered_generation = generation */
+		old = ExecCopySlotHeapTuple(locked);
+		old->t_self = locked->tts_tid;
+		old->t_tableOid = RelationGetRelid(w.rel);
+		v[0] = TimestampTzGetDatum(at);
+		v[1] = Int64GetDatum(generation);
+		(void) sched_row_update(&w, old, names, v, vn, 2);
+
+		/* the row returned: the command's columns, then its request's (none: not
+		 * returned, as the statement's join left it out) */
+		ScanKeyInit(&rkey, 1, BTEqualStrategyNumber, F_INT8EQ,
+					slot_getattr(locked, sched_column_of(w.rel, "request_id"), &isnull));
+		if (isnull || !key_reader_get(&requests, w.snapshot, &rkey))
+			continue;
+		MemoryContextSwitchTo(caller);
+		if (n == size)
+		{
+			size = Min(2 * size, max);
+			values = repalloc(values, sizeof(*values) * size);
+			nulls = repalloc(nulls, sizeof(*nulls) * size);
+		}
+		values[n][0] = slot_getattr(locked, sched_column_of(w.rel, "command_id"), &nulls[n][0]);
+		values[n][1] = slot_getattr(locked, sched_column_of(w.rel, "kind"), &nulls[n][1]);
+		values[n][2] = slot_getattr(locked, sched_column_of(w.rel, "attempt_id"), &nulls[n][2]);
+		values[n][3] = slot_getattr(locked, sched_column_of(w.rel, "lease_version"), &nulls[n][3]);
+		values[n][4] = slot_getattr(locked, sched_column_of(w.rel, "request_id"), &nulls[n][4]);
+		for (k = 0; k < 6; k++)
+			values[n][5 + k] = slot_getattr(requests.slot,
+											sched_column_of(requests.rel, request_columns[k]),
+											&nulls[n][5 + k]);
+		/* copied out of the slots, into the caller's memory */
+		for (k = 0; k < SCHED_DELIVERED_COLUMNS; k++)
+		{
+			Relation	from = k < 5 ? w.rel : requests.rel;
+			const char *name = k == 0 ? "command_id" : k == 1 ? "kind" : k == 2 ? "attempt_id"
+				: k == 3 ? "lease_version" : k == 4 ? "request_id" : request_columns[k - 5];
+			Form_pg_attribute att = TupleDescAttr(RelationGetDescr(from),
+												  sched_column_of(from, name) - 1);
+
+			if (!nulls[n][k])
+				values[n][k] = att->attlen == -1
+					? PointerGetDatum(PG_DETOAST_DATUM_COPY(values[n][k]))
+					: datumCopy(values[n][k], att->attbyval, att->attlen);
+		}
+		MemoryContextSwitchTo(cxt);
+		n++;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(locked);
+	key_reader_close(&requests);
+	key_reader_close(&attempts);
+	MemoryContextSwitchTo(caller);
+	MemoryContextDelete(cxt);
+	close_alone(&w);
+	*values_out = values;
+	*nulls_out = nulls;
+	return n;
 }

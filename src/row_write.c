@@ -176,9 +176,8 @@ sched_row_writer_close(SchedRowWriter *w)
 	w->rel = NULL;
 }
 
-/* The writer's index named `name` (opened with the table's indexes). */
-static Relation
-index_named(SchedRowWriter *w, const char *name)
+Relation
+sched_row_writer_index(SchedRowWriter *w, const char *name)
 {
 	int			i;
 
@@ -194,7 +193,7 @@ sched_row_lock(SchedRowWriter *w, const char *index, ScanKeyData *keys, int nkey
 {
 	HeapTuple	tup = NULL;
 
-	if (sched_lock_row_by_key(w->rel, index_named(w, index), w->read_slot, keys, nkeys,
+	if (sched_lock_row_by_key(w->rel, sched_row_writer_index(w, index), w->read_slot, keys, nkeys,
 							  LockTupleNoKeyExclusive, true, w->snapshot, NULL) == SCHED_ROW_LOCKED)
 	{
 		tup = ExecCopySlotHeapTuple(w->read_slot);
@@ -298,7 +297,7 @@ sched_row_exists(SchedRowWriter *w, const char *index, ScanKeyData *keys, int nk
 	IndexScanDesc scan;
 	bool		found;
 
-	scan = index_beginscan(w->rel, index_named(w, index), w->snapshot, nkeys, 0);
+	scan = index_beginscan(w->rel, sched_row_writer_index(w, index), w->snapshot, nkeys, 0);
 	index_rescan(scan, keys, nkeys, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, w->read_slot);
 	index_endscan(scan);
