@@ -47,12 +47,11 @@ extern bool sched_milestone_direct(const pg_uuid_t *execution_id, const char *ke
 /*
  * UPDATE sched.attempt SET status = status, finished_at = at, detail = COALESCE(detail,
  * detail) WHERE attempt_id = attempt_id, as lifecycle.c's statement `attempt_ended`,
- * with its trigger's change of the tenant's sums; *found: whether the row was there.
- * True; false, with nothing written, as sched_reservation_rows_write.
+ * with its trigger's change of the tenant's sums (no row: nothing written, as the
+ * statement).  True; false, with nothing written, as sched_reservation_rows_write.
  */
 extern bool sched_attempt_end_direct(const pg_uuid_t *attempt_id, const char *status,
-									 TimestampTz at, Datum detail, bool detail_null,
-									 bool *found);
+									 TimestampTz at, Datum detail, bool detail_null);
 
 /*
  * UPDATE sched.attempt SET status = 'RUNNING', started_at = COALESCE(started_at, at),

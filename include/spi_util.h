@@ -140,6 +140,26 @@ extern SchedRowLockResult sched_lock_row_by_key(Relation rel, Relation index,
 												int nkeys, LockTupleMode mode, bool wait,
 												Snapshot given, Snapshot *kept);
 
+/*
+ * What LockRows does with a row under FOR UPDATE SKIP LOCKED, for a walk in C (the
+ * queue's fetch, a worker's delivery): the row at tid (read with snapshot) locked
+ * LockTupleExclusive into slot, its newest version under READ COMMITTED (*newer: not the
+ * version read, whose filters the caller checks again); false, nothing locked, when
+ * another transaction holds it, it was deleted, or this transaction changed it after the
+ * snapshot.  Under REPEATABLE READ and SERIALIZABLE a row changed since the snapshot
+ * fails with 40001.
+ */
+extern bool sched_lock_skip_locked(Relation rel, ItemPointer tid, Snapshot snapshot,
+								   TupleTableSlot *slot, bool *newer);
+
+/*
+ * The columns `names` of the row in slot (of rel) into values/nulls, copied into the
+ * current memory context (a varlena flattened), so they outlive the slot's row.
+ */
+extern void sched_slot_copy_columns(TupleTableSlot *slot, Relation rel,
+									const char *const *names, int n, Datum *values,
+									bool *nulls);
+
 /* Column accessors on SPI_tuptable row `row` (1-based column numbers). */
 extern Datum sched_spi_get(int row, int col, bool *isnull);
 extern char *sched_spi_text(int row, int col);	/* NULL when SQL NULL */

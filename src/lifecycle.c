@@ -896,7 +896,6 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	char	   *exec_status;
 	const char *title;
 	char	   *key;
-	bool		found;
 
 	if (failed)
 	{
@@ -931,7 +930,7 @@ end_attempt(const AttemptRow *a, const char *status, Jsonb *detail, TimestampTz 
 	v[2] = TimestampTzGetDatum(at);
 	v[3] = detail ? JsonbPGetDatum(detail) : (Datum) 0;
 	n[3] = detail ? ' ' : 'n';
-	if (!sched_attempt_end_direct(&a->attempt_id, status, at, v[3], n[3] == 'n', &found))
+	if (!sched_attempt_end_direct(&a->attempt_id, status, at, v[3], n[3] == 'n'))
 		sched_spi_exec(&attempt_ended, v, n, false, 0, SPI_OK_UPDATE);
 	sched_release_reservation(&a->worker_id, a->node_id, a->reserve_cpu_millis,
 							  a->reserve_memory_mb, a->reserve_gpus);

@@ -276,44 +276,20 @@ sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows)
 	while (n < f->limit && index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
 		ItemPointerData tid = slot->tts_tid;
-		TM_FailureData tmfd;
-		TM_Result	result;
+		bool		newer;
 		bool		isnull;
 
 		if (!qualifies(f, &c, slot) ||
 			sched_queue_held_elsewhere(DatumGetInt64(slot_getattr(slot, c.request_id, &isnull))))
 			continue;
-		result = table_tuple_lock(rel, &tid, snapshot, locked, GetCurrentCommandId(true),
-								  LockTupleExclusive, LockWaitSkip,
-								  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-								  &tmfd);
-		switch (result)
-		{
-			case TM_Ok:
-				/* a newer version than the one read: the recheck */
-				if (tmfd.traversed && !qualifies(f, &c, locked))
-					continue;
-				MemoryContextSwitchTo(caller);
-				row_of(locked, &c, &rows[n++]);
-				MemoryContextSwitchTo(cxt);
-				break;
-			case TM_WouldBlock:
-			case TM_SelfModified:
-				continue;
-			case TM_Deleted:
-			case TM_Updated:
-				if (IsolationUsesXactSnapshot())
-					ereport(ERROR,
-							(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-							 errmsg("could not serialize access due to concurrent update")));
-				continue;
-			case TM_Invisible:
-				elog(ERROR, "attempted to lock invisible tuple");
-				break;
-			default:
-				elog(ERROR, "pg_sched: unexpected result %d locking a queued request",
-					 (int) result);
-		}
+		if (!sched_lock_skip_locked(rel, &tid, snapshot, locked, &newer))
+			continue;
+		/* a newer version than the one read: the recheck */
+		if (newer && !qualifies(f, &c, locked))
+			continue;
+		MemoryContextSwitchTo(caller);
+		row_of(locked, &c, &rows[n++]);
+		MemoryContextSwitchTo(cxt);
 	}
 	index_endscan(scan);
 	UnregisterSnapshot(snapshot);

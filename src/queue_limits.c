@@ -65,7 +65,6 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/timestamp.h"
 
 #define SCHED_KEY_LOCK_SPACE 0x534B		/* "SK" */
@@ -325,21 +324,13 @@ limit_row(const char *table, const char *key, Snapshot snapshot, const char *con
 	SchedIndexScan scan;
 	ScanKeyData skey;
 	bool		found;
-	int			i;
 
 	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(key));
 	skey.sk_collation = C_COLLATION_OID;
 	sched_index_scan_begin(&scan, table, psprintf("%s_pkey", table), snapshot, &skey, 1);
 	found = sched_index_scan_next(&scan);
-	for (i = 0; found && i < n; i++)
-	{
-		AttrNumber	att = sched_column_of(scan.rel, columns[i]);
-		Form_pg_attribute a = TupleDescAttr(RelationGetDescr(scan.rel), att - 1);
-
-		values[i] = slot_getattr(scan.slot, att, &nulls[i]);
-		if (!nulls[i])
-			values[i] = datumCopy(values[i], a->attbyval, a->attlen);
-	}
+	if (found)
+		sched_slot_copy_columns(scan.slot, scan.rel, columns, n, values, nulls);
 	sched_index_scan_end(&scan);
 	return found;
 }

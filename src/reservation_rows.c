@@ -660,7 +660,7 @@ attempt_updated(SchedRowWriter *w, HeapTuple old, const char *const *names, cons
 
 bool
 sched_attempt_end_direct(const pg_uuid_t *attempt_id, const char *status, TimestampTz at,
-						 Datum detail, bool detail_null, bool *found)
+						 Datum detail, bool detail_null)
 {
 	static const char *const names[] = {"status", "finished_at", "detail"};
 	SchedRowWriter w;
@@ -673,7 +673,6 @@ sched_attempt_end_direct(const pg_uuid_t *attempt_id, const char *status, Timest
 		return false;
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(attempt_id));
 	old = sched_row_lock(&w, "attempt_pkey", &key, 1);
-	*found = old != NULL;
 	if (old != NULL)
 	{
 		v[0] = CStringGetTextDatum(status);
@@ -819,6 +818,8 @@ sched_commands_deliver_direct(const pg_uuid_t *worker_id, int64 generation, int3
 	bool		(*nulls)[SCHED_DELIVERED_COLUMNS];
 	int			size = Min(max, 16);
 	static const char *const names[] = {"delivered_at", "delivered_generation"};
+	static const char *const command_columns_out[] = {"command_id", "kind", "attempt_id",
+	"lease_version", "request_id"};
 	static const char *const request_columns[] = {"execution_id", "step_id", "attempt_number",
 	"capability", "capability_version", "payload"};
 	SchedRowWriter w;
@@ -849,33 +850,20 @@ sched_commands_deliver_direct(const pg_uuid_t *worker_id, int64 generation, int3
 	while (n < max && index_getnext_slot(scan, ForwardScanDirection, w.read_slot))
 	{
 		ItemPointerData tid = w.read_slot->tts_tid;
-		TM_FailureData tmfd;
-		TM_Result	result;
+		bool		newer;
 		HeapTuple	old;
 		Datum		v[2];
 		bool		vn[2] = {false, false};
 		ScanKeyData rkey;
 		bool		isnull;
-		int			k;
 
 		if (!command_deliverable(w.rel, w.read_slot, generation) ||
 			!attempt_takes_command(&attempts, w.snapshot, w.rel, w.read_slot))
 			continue;
 		/* FOR UPDATE OF c SKIP LOCKED, with LockRows' recheck of a newer version */
-		result = table_tuple_lock(w.rel, &tid, w.snapshot, locked, GetCurrentCommandId(true),
-								  LockTupleExclusive, LockWaitSkip,
-								  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-								  &tmfd);
-		if (result == TM_WouldBlock || result == TM_SelfModified ||
-			((result == TM_Deleted || result == TM_Updated) && !IsolationUsesXactSnapshot()))
+		if (!sched_lock_skip_locked(w.rel, &tid, w.snapshot, locked, &newer))
 			continue;
-		if (result == TM_Deleted || result == TM_Updated)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not serialize access due to concurrent update")));
-		if (result != TM_Ok)
-			elog(ERROR, "pg_sched: unexpected result %d locking a command", (int) result);
-		if (tmfd.traversed &&
+		if (newer &&
 			(!command_deliverable(w.rel, locked, generation) ||
 			 !attempt_takes_command(&attempts, w.snapshot, w.rel, locked)))
 			continue;
@@ -901,29 +889,10 @@ sched_commands_deliver_direct(const pg_uuid_t *worker_id, int64 generation, int3
 			values = repalloc(values, sizeof(*values) * size);
 			nulls = repalloc(nulls, sizeof(*nulls) * size);
 		}
-		values[n][0] = slot_getattr(locked, sched_column_of(w.rel, "command_id"), &nulls[n][0]);
-		values[n][1] = slot_getattr(locked, sched_column_of(w.rel, "kind"), &nulls[n][1]);
-		values[n][2] = slot_getattr(locked, sched_column_of(w.rel, "attempt_id"), &nulls[n][2]);
-		values[n][3] = slot_getattr(locked, sched_column_of(w.rel, "lease_version"), &nulls[n][3]);
-		values[n][4] = slot_getattr(locked, sched_column_of(w.rel, "request_id"), &nulls[n][4]);
-		for (k = 0; k < 6; k++)
-			values[n][5 + k] = slot_getattr(requests.slot,
-											sched_column_of(requests.rel, request_columns[k]),
-											&nulls[n][5 + k]);
 		/* copied out of the slots, into the caller's memory */
-		for (k = 0; k < SCHED_DELIVERED_COLUMNS; k++)
-		{
-			Relation	from = k < 5 ? w.rel : requests.rel;
-			const char *name = k == 0 ? "command_id" : k == 1 ? "kind" : k == 2 ? "attempt_id"
-				: k == 3 ? "lease_version" : k == 4 ? "request_id" : request_columns[k - 5];
-			Form_pg_attribute att = TupleDescAttr(RelationGetDescr(from),
-												  sched_column_of(from, name) - 1);
-
-			if (!nulls[n][k])
-				values[n][k] = att->attlen == -1
-					? PointerGetDatum(PG_DETOAST_DATUM_COPY(values[n][k]))
-					: datumCopy(values[n][k], att->attbyval, att->attlen);
-		}
+		sched_slot_copy_columns(locked, w.rel, command_columns_out, 5, values[n], nulls[n]);
+		sched_slot_copy_columns(requests.slot, requests.rel, request_columns, 6, values[n] + 5,
+								nulls[n] + 5);
 		MemoryContextSwitchTo(cxt);
 		n++;
 	}

@@ -19,6 +19,7 @@
 #include "nodes/parsenodes.h"
 #include "optimizer/planner.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 
 SPIPlanPtr
@@ -358,6 +359,25 @@ sched_column_of(Relation rel, const char *name)
 	return InvalidAttrNumber;	/* keep compiler quiet */
 }
 
+void
+sched_slot_copy_columns(TupleTableSlot *slot, Relation rel, const char *const *names, int n,
+						Datum *values, bool *nulls)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		AttrNumber	att = sched_column_of(rel, names[i]);
+		Form_pg_attribute a = TupleDescAttr(RelationGetDescr(rel), att - 1);
+
+		values[i] = slot_getattr(slot, att, &nulls[i]);
+		if (nulls[i])
+			continue;
+		values[i] = a->attlen == -1 ? PointerGetDatum(PG_DETOAST_DATUM_COPY(values[i]))
+			: datumCopy(values[i], a->attbyval, a->attlen);
+	}
+}
+
 /* The text column `name` of the row in `slot` (of `rel`), palloc'd; NULL when NULL. */
 char *
 sched_slot_text(TupleTableSlot *slot, Relation rel, const char *name)
@@ -476,6 +496,42 @@ sched_lock_row_by_key(Relation rel, Relation index, TupleTableSlot *slot, ScanKe
 				 (int) result, RelationGetRelationName(rel));
 	}
 	return SCHED_ROW_GONE;		/* keep compiler quiet */
+}
+
+bool
+sched_lock_skip_locked(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
+					   bool *newer)
+{
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	result = table_tuple_lock(rel, tid, snapshot, slot, GetCurrentCommandId(true),
+							  LockTupleExclusive, LockWaitSkip,
+							  IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+							  &tmfd);
+	switch (result)
+	{
+		case TM_Ok:
+			*newer = tmfd.traversed;
+			return true;
+		case TM_WouldBlock:
+		case TM_SelfModified:
+			return false;
+		case TM_Deleted:
+		case TM_Updated:
+			if (IsolationUsesXactSnapshot())
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			return false;
+		case TM_Invisible:
+			elog(ERROR, "attempted to lock invisible tuple");
+			break;
+		default:
+			elog(ERROR, "pg_sched: unexpected result %d locking a row of sched.%s",
+				 (int) result, RelationGetRelationName(rel));
+	}
+	return false;				/* keep compiler quiet */
 }
 
 SchedRowLockResult
