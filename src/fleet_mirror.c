@@ -1157,7 +1157,7 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 				row->c.worker_live_attempts = last->counters.live_attempts;
 				row->worker_tid = tid;
 			}
-			sched_admit_memos_forget(&M.caps[caps[k]].memos, rows[k]);
+			sched_admit_memos_counters_changed(&M.caps[caps[k]].memos, rows[k]);
 			M.rows_patched++;
 		}
 	}
