@@ -17,8 +17,8 @@ extern void sched_fleet_mirror_shmem_attach(void *ptr, bool found);
 
 /* The change log's entry for an UPDATE of a row of sched.node or sched.worker written
  * without a statement (row_write.c): what the table's trigger sched._fleet_changed()
- * appends, called at the same point (the old version locked, the new one not yet
- * written; oldtup->t_self the old version's). */
+ * appends, called once the new version is written (oldtup->t_self the old version's,
+ * newtup->t_self the new one's; the row still locked by this transaction). */
 extern void sched_fleet_row_updated(Relation rel, HeapTuple oldtup, HeapTuple newtup);
 
 /* Whether this backend may answer fleet reads from its mirror now. */

@@ -321,6 +321,21 @@ SELECT pg_temp.memo_same('2024-01-01 12:00:30+00', 1500);
 SELECT sched._fleet_mirror_check('m') AS differ_memos_included;
 
 -- ---------------------------------------------------------------------------------
+-- A reservation written without statements (sched.direct_writes) logs the versions it
+-- wrote: another transaction's mirror patches them in without reading them, also once
+-- VACUUM has removed the versions the reservation updated (a mirror that looked for
+-- the successor of the version updated would have to re-read both rows).
+-- ---------------------------------------------------------------------------------
+SELECT pg_temp.same();
+SELECT sched.submit('22222222-0000-0000-0000-000000000003', '22222222-0000-0000-0000-0000000000a3',
+    'm', '1', reserve_cpu_millis => 100, available_at => '2024-01-01 12:00:30+00') IS NOT NULL AS submitted;
+SELECT pg_temp.did() IS NOT NULL AS reset_counters;
+SELECT outcome FROM sched.dispatch_next(1, at => '2024-01-01 12:00:30+00');
+VACUUM sched.node, sched.worker;
+SELECT pg_temp.same();
+SELECT pg_temp.did();
+
+-- ---------------------------------------------------------------------------------
 -- Entries that cannot name a node: the mirror starts over, and is right.
 -- ---------------------------------------------------------------------------------
 SELECT pg_temp.did() IS NOT NULL AS reset_counters;

@@ -414,8 +414,10 @@ sched_admit_memos_copy(SchedAdmitMemos *dst, const SchedAdmitMemos *src)
 	dst->uses = src->uses;
 }
 
-void
-sched_admit_memos_forget(SchedAdmitMemos *set, int row)
+/* Row `row` changed: every memo ranks it again at its next call (its carried rows);
+ * forget: and judges it in full again. */
+static void
+row_changed(SchedAdmitMemos *set, int row, bool forget)
 {
 	int			i;
 
@@ -425,7 +427,8 @@ sched_admit_memos_forget(SchedAdmitMemos *set, int row)
 
 		if (m->cxt == NULL || row >= m->size)
 			continue;
-		m->state[row] = 0;
+		if (forget)
+			m->state[row] = 0;
 		if (!m->top_valid || row >= m->judged_count || (m->marks[row] & MEMO_DIRTY) != 0)
 			continue;
 		if (m->ndirty == SCHED_ADMIT_DIRTY_MAX)
@@ -436,6 +439,18 @@ sched_admit_memos_forget(SchedAdmitMemos *set, int row)
 			m->marks[row] |= MEMO_DIRTY;
 		}
 	}
+}
+
+void
+sched_admit_memos_forget(SchedAdmitMemos *set, int row)
+{
+	row_changed(set, row, true);
+}
+
+void
+sched_admit_memos_counters_changed(SchedAdmitMemos *set, int row)
+{
+	row_changed(set, row, false);
 }
 
 void

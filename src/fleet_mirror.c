@@ -11,8 +11,11 @@
  * "reload everything" entry, as does a node_id longer than CHANGE_ID_MAX.  An update of
  * the counter columns alone (the reservations, the live attempts) is a counters entry
  * instead: it also carries the subtransaction that writes, the version it updates and
- * the new counters, so that a mirror can patch them in (patch_counters) without a
- * read.  Writers serialize on a spinlock; `next_seq` only ever covers complete
+ * the new counters, so that a mirror can patch them in (patch_counters) without
+ * re-reading the row.  An update written without a statement (row_write.c) appends the
+ * same entry just after the new version is written, with its tid, while the row is
+ * still locked by the writing transaction: before that transaction can commit, and in
+ * the order of the row's writes, as the trigger's.  Writers serialize on a spinlock; `next_seq` only ever covers complete
  * entries, and readers detect an entry overwritten under them by its sequence number
  * (seqlock).
  *
@@ -115,6 +118,8 @@ typedef struct SchedChange
 	TransactionId xid;			/* top-level */
 	TransactionId subxid;		/* counters: the (sub)transaction that updates the row */
 	ItemPointerData old_tid;	/* counters: the version it updates */
+	ItemPointerData new_tid;	/* counters written without a statement: the version
+								 * written (else invalid: appended before the write) */
 	uint8		kind;
 	uint8		len;
 	pg_uuid_t	worker_id;		/* CHANGE_WORKER_COUNTERS */
@@ -159,10 +164,11 @@ sched_fleet_mirror_shmem_attach(void *ptr, bool found)
 }
 
 /* Appends an entry; old_tid, counters and worker_id only for the counters kinds (else
- * NULL). */
+ * NULL); new_tid for counters written already (else NULL). */
 static void
 change_log_append(ChangeKind kind, const char *node_id, size_t len, ItemPointer old_tid,
-				  const ChangeCounters *counters, const pg_uuid_t *worker_id)
+				  ItemPointer new_tid, const ChangeCounters *counters,
+				  const pg_uuid_t *worker_id)
 {
 	TransactionId xid = GetTopTransactionId();
 	TransactionId subxid = IS_COUNTERS(kind) ? GetCurrentTransactionId()
@@ -187,6 +193,10 @@ change_log_append(ChangeKind kind, const char *node_id, size_t len, ItemPointer 
 	if (IS_COUNTERS(kind))
 	{
 		e->old_tid = *old_tid;
+		if (new_tid != NULL)
+			e->new_tid = *new_tid;
+		else
+			ItemPointerSetInvalid(&e->new_tid);
 		e->counters = *counters;
 	}
 	if (kind == CHANGE_WORKER_COUNTERS)
@@ -208,7 +218,8 @@ append_node_of(HeapTuple tup, TupleDesc desc, int attnum)
 	if (isnull)
 		return;
 	t = DatumGetTextPP(d);
-	change_log_append(CHANGE_NODE, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), NULL, NULL, NULL);
+	change_log_append(CHANGE_NODE, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), NULL, NULL, NULL,
+					  NULL);
 }
 
 /*
@@ -292,10 +303,11 @@ only_counters_changed(TupleDesc desc, bool of_node, HeapTuple oldtup, HeapTuple 
 /*
  * The entry of an UPDATE of a row of sched.node or sched.worker (relation rel, column
  * node_id at attnum): oldtup is the version updated (its t_self set: the newest,
- * locked by this transaction), newtup the new one.
+ * locked by this transaction), newtup the new one; written: newtup is in the table
+ * already, at newtup->t_self (else it is yet to be written).
  */
 static void
-row_updated(Relation rel, int attnum, HeapTuple oldtup, HeapTuple newtup)
+row_updated(Relation rel, int attnum, HeapTuple oldtup, HeapTuple newtup, bool written)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	bool		of_node = strcmp(RelationGetRelationName(rel), "node") == 0;
@@ -316,7 +328,8 @@ row_updated(Relation rel, int attnum, HeapTuple oldtup, HeapTuple newtup)
 		text	   *t = DatumGetTextPP(old_id);
 
 		change_log_append(of_node ? CHANGE_NODE_COUNTERS : CHANGE_WORKER_COUNTERS,
-						  VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &oldtup->t_self, &counters,
+						  VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &oldtup->t_self,
+						  written ? &newtup->t_self : NULL, &counters,
 						  of_node ? NULL : DatumGetUUIDP(worker_id));
 	}
 	else
@@ -329,8 +342,10 @@ row_updated(Relation rel, int attnum, HeapTuple oldtup, HeapTuple newtup)
 
 /*
  * What sched._fleet_changed() does for an UPDATE of a row of sched.node or sched.worker,
- * for an update written without a statement (row_write.c): the same entry, in the same
- * place (after the row is locked, before the new version is written).
+ * for an update written without a statement (row_write.c): the same entry, appended
+ * just after the new version is written (the row still locked by this transaction,
+ * which has not committed), with that version's tid, so that a mirror patches the
+ * counters in without reading the version (patch_counters).
  */
 void
 sched_fleet_row_updated(Relation rel, HeapTuple oldtup, HeapTuple newtup)
@@ -342,7 +357,7 @@ sched_fleet_row_updated(Relation rel, HeapTuple oldtup, HeapTuple newtup)
 	attnum = SPI_fnumber(RelationGetDescr(rel), "node_id");
 	if (attnum <= 0)
 		elog(ERROR, "pg_sched: table %s has no node_id column", RelationGetRelationName(rel));
-	row_updated(rel, attnum, oldtup, newtup);
+	row_updated(rel, attnum, oldtup, newtup, true);
 }
 
 /*
@@ -375,7 +390,7 @@ sched_fleet_changed(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_BY_TRUNCATE(td->tg_event))
 	{
 		if (change_log != NULL)
-			change_log_append(CHANGE_ALL, NULL, 0, NULL, NULL, NULL);
+			change_log_append(CHANGE_ALL, NULL, 0, NULL, NULL, NULL, NULL);
 		return PointerGetDatum(NULL);
 	}
 	if (!TRIGGER_FIRED_FOR_ROW(td->tg_event) || !TRIGGER_FIRED_BEFORE(td->tg_event))
@@ -388,7 +403,7 @@ sched_fleet_changed(PG_FUNCTION_ARGS)
 			elog(ERROR, "sched._fleet_changed(): table %s has no node_id column",
 				 RelationGetRelationName(td->tg_relation));
 		if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
-			row_updated(td->tg_relation, attnum, td->tg_trigtuple, td->tg_newtuple);
+			row_updated(td->tg_relation, attnum, td->tg_trigtuple, td->tg_newtuple, false);
 		else
 			append_node_of(td->tg_trigtuple, desc, attnum);
 	}
@@ -416,6 +431,7 @@ typedef struct PendingChange
 	TransactionId subxid;
 	uint8		kind;
 	ItemPointerData old_tid;
+	ItemPointerData new_tid;
 	pg_uuid_t	worker_id;
 	ChangeCounters counters;
 	uint32		node_hash;		/* sched_node_hash(node_id): orders before node_id */
@@ -584,7 +600,9 @@ find_row_hashed(MirrorCap *cap, const char *node_id, uint32 hash)
 
 	while (cap->slots[h] >= 0)
 	{
-		if (strcmp(cap->fleet.rows[cap->slots[h]].c.node_id, node_id) == 0)
+		const SchedFleetRow *row = &cap->fleet.rows[cap->slots[h]];
+
+		if (row->node_hash == hash && strcmp(row->c.node_id, node_id) == 0)
 			return cap->slots[h];
 		h = (h + 1) & (cap->nslots - 1);
 	}
@@ -1006,12 +1024,13 @@ change_row_hash(const PendingChange *c)
  * nodes not in `reread` (sorted; those are re-read whole).  For each row changed, the
  * entry of its last committed (sub)transaction names the version S sees: the row's
  * writers are ordered by its lock, and each appends its entry while it holds that lock
- * (a BEFORE ROW trigger), so the row's entries are in the order of its writes; a writer
+ * (a BEFORE ROW trigger, or a direct write just after it wrote), so the row's entries are in the order of its writes; a writer
  * after the last committed one is not settled in S (it started writing after the
  * settled one ended), and aborted writers changed nothing.  The rows of that version's
- * node (or worker) get the entry's counters and the version's tid; the other columns
- * are those the mirror has, which counters entries do not change.  When none committed,
- * the mirror's row stands, unless it was read by the transaction that wrote (own: it may
+ * node (or worker) get the entry's counters and the version's tid (the entry's new_tid
+ * when it was appended once the version was written, else read: new_version_of); the
+ * other columns are those the mirror has, which counters entries do not change.  When
+ * none committed, the mirror's row stands, unless it was read by the transaction that wrote (own: it may
  * hold a rolled back write).  Nodes whose version cannot be read this way are returned
  * in *fallback (to re-read).
  *
@@ -1099,16 +1118,27 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 		}
 		if (nrows == 0)
 			continue;			/* no row of it mirrored */
-		w = of_node ? 0 : 1;
-		if (rels[w] == NULL)
-		{
-			rels[w] = table_open(of_node ? M.node_relid : M.worker_relid, AccessShareLock);
-			nblocks[w] = RelationGetNumberOfBlocks(rels[w]);
-		}
-		if (nrows == lengthof(rows) || !new_version_of(rels[w], nblocks[w], last, &tid))
+		if (nrows == lengthof(rows))
 		{
 			(*fallback)[(*nfallback)++] = pstrdup(node_id);
 			continue;
+		}
+		if (ItemPointerIsValid(&last->new_tid))
+			tid = last->new_tid;	/* appended once written: no read */
+		else
+		{
+			w = of_node ? 0 : 1;
+			if (rels[w] == NULL)
+			{
+				rels[w] = table_open(of_node ? M.node_relid : M.worker_relid,
+									 AccessShareLock);
+				nblocks[w] = RelationGetNumberOfBlocks(rels[w]);
+			}
+			if (!new_version_of(rels[w], nblocks[w], last, &tid))
+			{
+				(*fallback)[(*nfallback)++] = pstrdup(node_id);
+				continue;
+			}
 		}
 		for (k = 0; k < nrows; k++)
 		{
@@ -1127,7 +1157,7 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 				row->c.worker_live_attempts = last->counters.live_attempts;
 				row->worker_tid = tid;
 			}
-			sched_admit_memos_forget(&M.caps[caps[k]].memos, rows[k]);
+			sched_admit_memos_counters_changed(&M.caps[caps[k]].memos, rows[k]);
 			M.rows_patched++;
 		}
 	}
@@ -1224,6 +1254,7 @@ refresh(Snapshot S)
 		c.subxid = slot->subxid;
 		c.kind = slot->kind;
 		c.old_tid = slot->old_tid;
+		c.new_tid = slot->new_tid;
 		c.worker_id = slot->worker_id;
 		c.counters = slot->counters;
 		len = Min(slot->len, CHANGE_ID_MAX);

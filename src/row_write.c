@@ -23,8 +23,8 @@
  *    unique ones checked: 23505), except after an update that stayed on its page with
  *    no indexed column changed (HOT);
  *  - what the table's own triggers do is done here or by the caller: the fleet mirrors'
- *    change log for node and worker (sched_fleet_row_updated, at the BEFORE trigger's
- *    point), the tenants' sums for attempts (the caller: sched_tenant_live_add).
+ *    change log for node and worker (sched_fleet_row_updated, once the new version is
+ *    written, while the row is still locked), the tenants' sums for attempts (the caller: sched_tenant_live_add).
  *
  * Guard: a table is written this way only when it is exactly as pg_sched made it: an
  * ordinary table without rules or row security, with exactly pg_sched's triggers, its
@@ -252,13 +252,13 @@ sched_row_update(SchedRowWriter *w, HeapTuple oldtup, const char *const *names,
 	newtup = heap_modify_tuple_by_cols(oldtup, RelationGetDescr(w->rel), n, attnums,
 									   (Datum *) values, (bool *) nulls);
 	newtup->t_tableOid = RelationGetRelid(w->rel);
-	/* the BEFORE ROW trigger's point: before the constraints */
-	if (w->shape->fleet_changes)
-		sched_fleet_row_updated(w->rel, oldtup, newtup);
 	check_row(w, newtup);
 	simple_heap_update(w->rel, &oldtup->t_self, newtup);
 	if (!HeapTupleIsHeapOnly(newtup))
 		add_index_entries(w, newtup);
+	/* the change log's entry, with the version written (newtup->t_self) */
+	if (w->shape->fleet_changes)
+		sched_fleet_row_updated(w->rel, oldtup, newtup);
 	return newtup;
 }
 
