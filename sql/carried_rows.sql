@@ -268,6 +268,53 @@ SELECT count(*) AS rounds, sum(placed) AS placed, sum(differ) AS placements_diff
 -- (off, the first placement of each call walked the mirror's fleet: the GUC works)
 SELECT bool_and(walks_off >= 1) AS without_carried_rows_walked FROM batch_log;
 
+-- Other sessions' placements between this session's calls (here: transactions of its
+-- own with the mirror off, 60 placements each): they take the carried rows and lower
+-- their scores, so that 64 carried rows last a call or two and nearly every placement
+-- would walk; a memo whose carried rows did not last SCHED_ADMIT_WALK_SOON calls
+-- carries twice as many from its next walk (up to 256).  Each placement still chooses
+-- what a walk chooses (the summary below), and the memos keep their invariant.
+CREATE PROCEDURE pg_temp.others_between(first int, steps int, others int, at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR s IN first .. first + steps - 1 LOOP
+        at := at + interval '0.2 second';
+        PERFORM set_config('sched.fleet_mirror', 'off', true);
+        PERFORM count(*) FROM sched.dispatch_next(others, at => at);
+        COMMIT;
+        SELECT * INTO r FROM pg_temp.place(at);
+        INSERT INTO step_log VALUES (s, 'others', r.expected, r.chosen, r.outcome,
+                                     CASE WHEN s % 5 = 0 THEN sched._fleet_mirror_check('c') END);
+        COMMIT;
+    END LOOP;
+END $$;
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT a.attempt_id, a.lease_version FROM sched.attempt a
+              WHERE a.finished_at IS NULL LOOP
+        PERFORM sched.start_attempt(r.attempt_id, r.lease_version, '2026-01-01 04:00:00+00');
+        PERFORM sched.finish_attempt(r.attempt_id, r.lease_version, 'SUCCEEDED',
+                                     at => '2026-01-01 04:00:00+00');
+    END LOOP;
+END $$;
+SELECT count(*) > 0 AS heartbeats FROM (
+    SELECT sched.heartbeat(w.worker_id, w.generation, '2026-01-01 04:00:00+00')
+      FROM sched.worker w) h;
+SELECT pg_temp.submit_requests(700, 2) AS submitted;
+SELECT admissions_walked AS walked2, admissions_carried AS carried2
+  FROM sched._fleet_mirror_stats() \gset
+CALL pg_temp.others_between(3001, 10, 60, '2026-01-01 04:00:00+00');
+-- (10 placements: with 64 rows carried at every walk, 7 of them walk)
+SELECT admissions_walked - :walked2 <= 5 AS carry_widened,
+       admissions_carried - :carried2 > 0 AS some_carried
+  FROM sched._fleet_mirror_stats();
+SELECT count(*) AS placements, count(*) FILTER (WHERE outcome = 'DISPATCHED') AS dispatched
+  FROM step_log WHERE step > 3000;
+
 -- every placement chose what a walk over every row chose
 SELECT count(*) AS steps,
        count(*) FILTER (WHERE outcome = 'DISPATCHED') AS dispatched,
