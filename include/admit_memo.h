@@ -10,10 +10,21 @@
 /* shapes remembered per fleet; the least recently used one gives way */
 #define SCHED_ADMIT_MEMOS 16
 
-/* rows a memo carries from a walk over its fleet (the best ones), and how many it may
- * carry (with the re-read rows that rank among them) before it walks again */
+/*
+ * Rows a memo carries from a walk over its fleet (the best ones): SCHED_ADMIT_TOP, or up
+ * to SCHED_ADMIT_TOP_WIDE while its carried rows are used up within a few calls (other
+ * sessions' placements lower the carried rows' scores: at 32 dispatching sessions,
+ * 64 rows lasted two calls); and how many it may carry (with the re-read rows that
+ * rank among them) before it walks again: SCHED_ADMIT_TOP_GROWTH times as many.
+ */
 #define SCHED_ADMIT_TOP 64
-#define SCHED_ADMIT_TOP_MAX (4 * SCHED_ADMIT_TOP)
+#define SCHED_ADMIT_TOP_WIDE 256
+#define SCHED_ADMIT_TOP_GROWTH 4
+#define SCHED_ADMIT_TOP_MAX (SCHED_ADMIT_TOP_GROWTH * SCHED_ADMIT_TOP_WIDE)
+/* a walk fewer than _SOON calls after the last one widens the carry (twice the rows),
+ * one more than _LATE calls after it narrows it (half) */
+#define SCHED_ADMIT_WALK_SOON 4
+#define SCHED_ADMIT_WALK_LATE 16
 /* rows forgotten between calls that a memo's carried rows survive */
 #define SCHED_ADMIT_DIRTY_MAX 256
 
@@ -40,8 +51,11 @@ typedef struct SchedAdmitMemo
 	 */
 	bool		top_valid;
 	bool		top_bounded;
+	int			carry;			/* rows a walk carries (SCHED_ADMIT_TOP .. _WIDE) */
+	int			calls;			/* sched_admit_memos_best calls since the last walk */
 	SchedRanked bound;			/* its node_id a copy in cxt */
-	int32	   *top;			/* [SCHED_ADMIT_TOP_MAX] row indexes */
+	int32	   *top;			/* [SCHED_ADMIT_TOP_MAX] row indexes; at most
+								 * SCHED_ADMIT_TOP_GROWTH * carry used */
 	int			ntop;
 	int32	   *dirty;			/* [SCHED_ADMIT_DIRTY_MAX] rows forgotten since */
 	int			ndirty;

@@ -16,11 +16,13 @@
 --     without memos) chose just before, at the same clock;
 --   - after each, sched._fleet_mirror_check: the mirror equals the tables and every
 --     memo's carried rows keep their invariant (no row left out ranks before the bound).
--- Then two sequences that need a walk:
+-- Then three sequences that need a walk:
 --   - 150 placements and nothing else (heartbeats aside): the carried nodes fill up or
 --     rank below the bound, and a placement must rank every row;
 --   - the best nodes' heartbeats expire, a placement carries the others, and the clock
---     goes back to when the best ones were alive: they must be chosen again.
+--     goes back to when the best ones were alive: they must be chosen again;
+--   - 60 placements by another transaction before each placement: the carried rows
+--     are used up at every call, and the memo carries more of them.
 -- And batches: dispatch_next(12), 30 times, between changes of weights and ends, makes
 -- the same placements as the same call with sched.fleet_mirror_carry off (rolled back
 -- first): a batch's own copy of the memos carries the rows too, and each placement
@@ -153,17 +155,28 @@ BEGIN
     END LOOP;
 END $$;
 
--- placements only, the clock 0.2 s a step from `at` (no heartbeat expires)
-CREATE PROCEDURE pg_temp.placements_only(first int, steps int, at timestamptz)
+-- placements only, the clock 0.2 s a step from `at` (no heartbeat expires); with
+-- `others`, each after that many placements by another transaction of this session
+-- (dispatch_next with the mirror off: as another session's, what this session's mirror
+-- catches up with at its next read)
+CREATE PROCEDURE pg_temp.placements_only(first int, steps int, at timestamptz,
+                                         others int DEFAULT 0)
 LANGUAGE plpgsql AS $$
 DECLARE
     r record;
 BEGIN
     FOR s IN first .. first + steps - 1 LOOP
         at := at + interval '0.2 second';
+        IF others > 0 THEN
+            PERFORM set_config('sched.fleet_mirror', 'off', true);
+            PERFORM count(*) FROM sched.dispatch_next(others, at => at);
+            COMMIT;
+        END IF;
         SELECT * INTO r FROM pg_temp.place(at);
-        INSERT INTO step_log VALUES (s, 'placement', r.expected, r.chosen, r.outcome,
-                                     CASE WHEN s % 25 = 0 THEN sched._fleet_mirror_check('c') END);
+        INSERT INTO step_log VALUES (s, CASE WHEN others > 0 THEN 'others' ELSE 'placement' END,
+                                     r.expected, r.chosen, r.outcome,
+                                     CASE WHEN s % 25 = 0 OR others > 0 AND s % 5 = 0
+                                          THEN sched._fleet_mirror_check('c') END);
         COMMIT;
     END LOOP;
 END $$;
@@ -267,6 +280,37 @@ SELECT count(*) AS rounds, sum(placed) AS placed, sum(differ) AS placements_diff
   FROM batch_log;
 -- (off, the first placement of each call walked the mirror's fleet: the GUC works)
 SELECT bool_and(walks_off >= 1) AS without_carried_rows_walked FROM batch_log;
+
+-- Other sessions' placements between this session's calls (here: transactions of its
+-- own with the mirror off, 60 placements each): they take the carried rows and lower
+-- their scores, so that 64 carried rows last a call or two and nearly every placement
+-- would walk; a memo whose carried rows did not last SCHED_ADMIT_WALK_SOON calls
+-- carries twice as many from its next walk (up to 256).  Each placement still chooses
+-- what a walk chooses (the summary below), and the memos keep their invariant.
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT a.attempt_id, a.lease_version FROM sched.attempt a
+              WHERE a.finished_at IS NULL LOOP
+        PERFORM sched.start_attempt(r.attempt_id, r.lease_version, '2026-01-01 04:00:00+00');
+        PERFORM sched.finish_attempt(r.attempt_id, r.lease_version, 'SUCCEEDED',
+                                     at => '2026-01-01 04:00:00+00');
+    END LOOP;
+END $$;
+SELECT count(*) > 0 AS heartbeats FROM (
+    SELECT sched.heartbeat(w.worker_id, w.generation, '2026-01-01 04:00:00+00')
+      FROM sched.worker w) h;
+SELECT pg_temp.submit_requests(700, 2) AS submitted;
+SELECT admissions_walked AS walked2, admissions_carried AS carried2
+  FROM sched._fleet_mirror_stats() \gset
+CALL pg_temp.placements_only(3001, 10, '2026-01-01 04:00:00+00', others => 60);
+-- (10 placements: with 64 rows carried at every walk, 7 of them walk)
+SELECT admissions_walked - :walked2 <= 5 AS carry_widened,
+       admissions_carried - :carried2 > 0 AS some_carried
+  FROM sched._fleet_mirror_stats();
+SELECT count(*) AS placements, count(*) FILTER (WHERE outcome = 'DISPATCHED') AS dispatched
+  FROM step_log WHERE step > 3000;
 
 -- every placement chose what a walk over every row chose
 SELECT count(*) AS steps,

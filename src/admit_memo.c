@@ -10,7 +10,7 @@
  * (batch.c); the fleet mirror keeps them across calls, for the rows it has not re-read
  * (fleet_mirror.c).
  *
- * A memo also carries the best SCHED_ADMIT_TOP rows of its last walk over every row, and
+ * A memo also carries the best rows (m->carry of them) of its last walk over every row, and
  * the worst of them as a bound: no other row ranked before it (the mirror's memos across
  * calls, a batch's copy of them for the rest of its call).  A row's score changes only
  * when the row does (the mirror forgets it, and the memo judges it at the next call: if
@@ -133,6 +133,8 @@ memo_start(SchedAdmitMemos *set, SchedAdmitMemo *m, const SchedPlacement *p, int
 	m->top = NULL;
 	m->dirty = NULL;
 	m->bound.node_id = NULL;
+	m->carry = SCHED_ADMIT_TOP;
+	m->calls = 0;
 	old = MemoryContextSwitchTo(m->cxt);
 	m->p = *p;
 	m->p.capability = copy_text(p->capability);
@@ -243,16 +245,25 @@ worst_heap_down(int *heap, int n, const SchedRanked *ranked, int k)
 }
 
 /*
- * m carries the best SCHED_ADMIT_TOP of ranked[0..n-1] (every row of fleet that admits
- * p now, as a walk found them), bounded by the worst of them when there are more.
+ * m carries the best m->carry of ranked[0..n-1] (every row of fleet that admits p now,
+ * as a walk found them), bounded by the worst of them when there are more.  The carry
+ * first widens when the rows carried last were used up within SCHED_ADMIT_WALK_SOON
+ * calls, or narrows when they lasted more than SCHED_ADMIT_WALK_LATE: a call judges
+ * every carried row, a walk every row of the fleet.
  */
 static void
 carry_best(SchedAdmitMemo *m, const SchedFleet *fleet, const SchedPlacement *p,
 		   const SchedRanked *ranked, int n)
 {
-	int			heap[SCHED_ADMIT_TOP];
+	int			heap[SCHED_ADMIT_TOP_WIDE];
 	int			nheap = 0;
 	int			i;
+
+	if (m->top_valid && m->calls < SCHED_ADMIT_WALK_SOON)
+		m->carry = Min(m->carry * 2, SCHED_ADMIT_TOP_WIDE);
+	else if (m->calls > SCHED_ADMIT_WALK_LATE)
+		m->carry = Max(m->carry / 2, SCHED_ADMIT_TOP);
+	m->calls = 0;
 
 	if (m->top == NULL)
 	{
@@ -262,7 +273,7 @@ carry_best(SchedAdmitMemo *m, const SchedFleet *fleet, const SchedPlacement *p,
 	memset(m->marks, 0, sizeof(uint8) * m->size);
 	for (i = 0; i < n; i++)
 	{
-		if (nheap < SCHED_ADMIT_TOP)
+		if (nheap < m->carry)
 		{
 			int			k = nheap++;
 
@@ -338,7 +349,7 @@ judge_again(SchedAdmitMemo *m, const SchedFleet *fleet, const SchedPlacement *p,
 		return true;			/* carried already, or refuses the shape now */
 	if (m->top_bounded && sched_ranked_order(&r, &m->bound) > 0)
 		return true;			/* still after the bound */
-	if (m->ntop == SCHED_ADMIT_TOP_MAX)
+	if (m->ntop == SCHED_ADMIT_TOP_GROWTH * m->carry)
 		return false;
 	m->top[m->ntop++] = i;
 	m->marks[i] |= MEMO_IN_TOP;
@@ -355,6 +366,7 @@ sched_admit_memos_best(SchedAdmitMemos *set, const SchedFleet *fleet,
 	int			n = 0;
 	int			i;
 
+	m->calls++;
 	carried = sched_fleet_mirror_carry && m->top_valid && p->heartbeat_cutoff >= m->cutoff &&
 		m->judged_count <= fleet->count;
 	for (i = 0; carried && i < m->ndirty; i++)
@@ -405,6 +417,8 @@ sched_admit_memos_copy(SchedAdmitMemos *dst, const SchedAdmitMemos *src)
 			t->ndirty = f->ndirty;
 			t->judged_count = f->judged_count;
 			t->cutoff = f->cutoff;
+			t->carry = f->carry;
+			t->calls = f->calls;
 			t->top_bounded = false;
 			if (f->top_bounded)
 				set_bound(t, &f->bound);
