@@ -108,10 +108,10 @@ extern void sched_admit_memos_copy(SchedAdmitMemos *dst, const SchedAdmitMemos *
 /* Row `row` changed: every memo judges it again. */
 extern void sched_admit_memos_forget(SchedAdmitMemos *set, int row);
 
-/* Only the counters of row `row` changed (its reservations and live attempts): what a
- * memo judged of it stands, since the counters decide only SCHED_TRANSIENT_REASONS
- * (judged again at every use) and the score; every memo ranks the row again (its
- * carried rows). */
+/* Only the counters of row `row` changed (its reservations and live attempts, its
+ * worker's heartbeat): what a memo judged of it stands, since these decide only
+ * SCHED_TRANSIENT_REASONS and SCHED_CLOCK_REASONS (judged again at every use) and the
+ * score; every memo ranks the row again (its carried rows). */
 extern void sched_admit_memos_counters_changed(SchedAdmitMemos *set, int row);
 
 /* The row at index `from` is now also at `to` (what was at `to` is gone); a caller that

@@ -112,7 +112,8 @@ SELECT pg_temp.did();
 
 -- ---------------------------------------------------------------------------------
 -- Updates of every column placement reads.  Each re-reads one node (its 'm' worker,
--- and its 'other' worker where it has one), never the fleet.
+-- and its 'other' worker where it has one), never the fleet; an update of counters or
+-- of a worker's heartbeat alone is patched in instead (below).
 -- ---------------------------------------------------------------------------------
 UPDATE sched.node SET weight = 500 WHERE node_id = 'n02';
 SELECT pg_temp.same();
@@ -213,6 +214,27 @@ SELECT pg_temp.did();
 UPDATE sched.worker SET live_attempts = 1 WHERE node_id = 'n40' AND capability = 'other';
 SELECT pg_temp.same();
 SELECT pg_temp.same('other');
+SELECT pg_temp.did();
+-- a worker's heartbeat, as often as reservations: patched in too (the row's clock
+-- reasons are judged again at every use); a heartbeat taken away (NULL) as well
+SELECT last_heartbeat FROM sched.heartbeat(
+    (SELECT worker_id FROM sched.worker WHERE node_id = 'n38' AND capability = 'm'),
+    (SELECT generation FROM sched.worker WHERE node_id = 'n38' AND capability = 'm'),
+    at => '2024-01-01 12:00:20+00');
+SELECT pg_temp.same();
+SELECT pg_temp.did();
+UPDATE sched.worker SET last_heartbeat = NULL WHERE node_id = 'n38' AND capability = 'm';
+SELECT pg_temp.same();
+SELECT node_id FROM sched.rank_candidates('m', '1', heartbeat_ttl => '1 hour',
+    at => '2024-01-01 12:00:30+00') WHERE node_id = 'n38';
+SELECT pg_temp.did();
+SELECT last_heartbeat FROM sched.heartbeat(
+    (SELECT worker_id FROM sched.worker WHERE node_id = 'n38' AND capability = 'm'),
+    (SELECT generation FROM sched.worker WHERE node_id = 'n38' AND capability = 'm'),
+    at => '2024-01-01 12:00:00+00');
+SELECT pg_temp.same();
+SELECT node_id FROM sched.rank_candidates('m', '1', heartbeat_ttl => '1 hour',
+    at => '2024-01-01 12:00:30+00') WHERE node_id = 'n38';
 SELECT pg_temp.did();
 -- two updates of one node in one transaction, and one by another statement since:
 -- the last version

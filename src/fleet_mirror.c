@@ -9,7 +9,8 @@
  * inserted, updated or deleted (old and new node_id), before the row is written and so
  * before the writing transaction can commit; a BEFORE TRUNCATE trigger appends a
  * "reload everything" entry, as does a node_id longer than CHANGE_ID_MAX.  An update of
- * the counter columns alone (the reservations, the live attempts) is a counters entry
+ * the counter columns alone (the reservations, the live attempts, a worker's
+ * last_heartbeat: reservations, ends and heartbeats) is a counters entry
  * instead: it also carries the subtransaction that writes, the version it updates and
  * the new counters, so that a mirror can patch them in (patch_counters) without
  * re-reading the row.  An update written without a statement (row_write.c) appends the
@@ -102,13 +103,16 @@ typedef enum ChangeKind
 
 #define IS_COUNTERS(kind) ((kind) == CHANGE_NODE_COUNTERS || (kind) == CHANGE_WORKER_COUNTERS)
 
-/* The counter columns of a node row (all four) or a worker row (live_attempts only). */
+/* The counter columns of a node row (all four) or a worker row (live_attempts, and its
+ * heartbeat, which changes as often). */
 typedef struct ChangeCounters
 {
 	int32		reserved_cpu_millis;
 	int64		reserved_memory_mb;
 	int32		reserved_gpus;
 	int32		live_attempts;
+	bool		has_heartbeat;	/* worker: last_heartbeat is not NULL */
+	TimestampTz last_heartbeat;
 } ChangeCounters;
 
 typedef struct SchedChange
@@ -224,13 +228,23 @@ append_node_of(HeapTuple tup, TupleDesc desc, int attnum)
 
 /*
  * Whether column `name` is a counter: what a reservation or the end of an attempt
- * changes, and nothing else does so often.  An update of these alone is logged with
- * their new values (patch_counters takes them in); if it is one, value (NOT NULL: the
- * table refuses a NULL) goes into *counters.
+ * changes, or a worker's heartbeat, and nothing else does so often.  An update of these
+ * alone is logged with their new values (patch_counters takes them in); if it is one,
+ * its value goes into *counters (a counter that is NULL, which the table refuses, is
+ * not one: it counts as a change).
  */
 static bool
-put_counter(bool of_node, const char *name, Datum value, ChangeCounters *counters)
+put_counter(bool of_node, const char *name, Datum value, bool isnull,
+			ChangeCounters *counters)
 {
+	if (!of_node && strcmp(name, "last_heartbeat") == 0)
+	{
+		counters->has_heartbeat = !isnull;
+		counters->last_heartbeat = isnull ? 0 : DatumGetTimestampTz(value);
+		return true;
+	}
+	if (isnull)
+		return false;
 	if (strcmp(name, "live_attempts") == 0)
 		counters->live_attempts = DatumGetInt32(value);
 	else if (!of_node)
@@ -288,9 +302,8 @@ only_counters_changed(TupleDesc desc, bool of_node, HeapTuple oldtup, HeapTuple 
 
 		if (att->attisdropped)
 			continue;
-		if (!nn[i] && put_counter(of_node, NameStr(att->attname), nv[i], counters))
+		if (put_counter(of_node, NameStr(att->attname), nv[i], nn[i], counters))
 			continue;
-		/* (a counter that is NULL, which the table refuses, counts as a change) */
 		same = on[i] == nn[i] && (on[i] || same_bytes(ov[i], nv[i], att));
 	}
 	pfree(ov);
@@ -1155,6 +1168,8 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 			else
 			{
 				row->c.worker_live_attempts = last->counters.live_attempts;
+				row->c.has_heartbeat = last->counters.has_heartbeat;
+				row->c.last_heartbeat = last->counters.last_heartbeat;
 				row->worker_tid = tid;
 			}
 			sched_admit_memos_counters_changed(&M.caps[caps[k]].memos, rows[k]);
