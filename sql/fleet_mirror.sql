@@ -217,10 +217,9 @@ SELECT pg_temp.same('other');
 SELECT pg_temp.did();
 -- a worker's heartbeat, as often as reservations: patched in too (the row's clock
 -- reasons are judged again at every use); a heartbeat taken away (NULL) as well
-SELECT last_heartbeat FROM sched.heartbeat(
-    (SELECT worker_id FROM sched.worker WHERE node_id = 'n38' AND capability = 'm'),
-    (SELECT generation FROM sched.worker WHERE node_id = 'n38' AND capability = 'm'),
-    at => '2024-01-01 12:00:20+00');
+SELECT h.last_heartbeat
+  FROM sched.worker w, sched.heartbeat(w.worker_id, w.generation, at => '2024-01-01 12:00:20+00') h
+ WHERE w.node_id = 'n38' AND w.capability = 'm';
 SELECT pg_temp.same();
 SELECT pg_temp.did();
 UPDATE sched.worker SET last_heartbeat = NULL WHERE node_id = 'n38' AND capability = 'm';
@@ -228,10 +227,9 @@ SELECT pg_temp.same();
 SELECT node_id FROM sched.rank_candidates('m', '1', heartbeat_ttl => '1 hour',
     at => '2024-01-01 12:00:30+00') WHERE node_id = 'n38';
 SELECT pg_temp.did();
-SELECT last_heartbeat FROM sched.heartbeat(
-    (SELECT worker_id FROM sched.worker WHERE node_id = 'n38' AND capability = 'm'),
-    (SELECT generation FROM sched.worker WHERE node_id = 'n38' AND capability = 'm'),
-    at => '2024-01-01 12:00:00+00');
+SELECT h.last_heartbeat
+  FROM sched.worker w, sched.heartbeat(w.worker_id, w.generation, at => '2024-01-01 12:00:00+00') h
+ WHERE w.node_id = 'n38' AND w.capability = 'm';
 SELECT pg_temp.same();
 SELECT node_id FROM sched.rank_candidates('m', '1', heartbeat_ttl => '1 hour',
     at => '2024-01-01 12:00:30+00') WHERE node_id = 'n38';
