@@ -16,9 +16,9 @@
  * re-reading the row.  An update written without a statement (row_write.c) appends the
  * same entry just after the new version is written, with its tid, while the row is
  * still locked by the writing transaction: before that transaction can commit, and in
- * the order of the row's writes, as the trigger's.  Writers serialize on a spinlock; `next_seq` only ever covers complete
- * entries, and readers detect an entry overwritten under them by its sequence number
- * (seqlock).
+ * the order of the row's writes, as the trigger's.  Writers serialize on a spinlock;
+ * `next_seq` only ever covers complete entries, and readers detect an entry overwritten
+ * under them by its sequence number (seqlock).
  *
  * The mirror (backend-local, in its own memory context): for each capability asked for,
  * the rows sched_fleet_load would return, as of the snapshot of the last refresh.
@@ -1037,14 +1037,15 @@ change_row_hash(const PendingChange *c)
  * nodes not in `reread` (sorted; those are re-read whole).  For each row changed, the
  * entry of its last committed (sub)transaction names the version S sees: the row's
  * writers are ordered by its lock, and each appends its entry while it holds that lock
- * (a BEFORE ROW trigger, or a direct write just after it wrote), so the row's entries are in the order of its writes; a writer
- * after the last committed one is not settled in S (it started writing after the
- * settled one ended), and aborted writers changed nothing.  The rows of that version's
+ * (a BEFORE ROW trigger, or a direct write just after it wrote), so the row's entries
+ * are in the order of its writes; a writer after the last committed one is not settled
+ * in S (it started writing after the settled one ended), and aborted writers changed
+ * nothing.  The rows of that version's
  * node (or worker) get the entry's counters and the version's tid (the entry's new_tid
  * when it was appended once the version was written, else read: new_version_of); the
  * other columns are those the mirror has, which counters entries do not change.  When
- * none committed, the mirror's row stands, unless it was read by the transaction that wrote (own: it may
- * hold a rolled back write).  Nodes whose version cannot be read this way are returned
+ * none committed, the mirror's row stands, unless it was read by the transaction that
+ * wrote (own: it may hold a rolled back write).  Nodes whose version cannot be read this way are returned
  * in *fallback (to re-read).
  *
  * The entries are gathered by row in a hash table, newest first, so that a row's

@@ -24,7 +24,8 @@
  *    no indexed column changed (HOT);
  *  - what the table's own triggers do is done here or by the caller: the fleet mirrors'
  *    change log for node and worker (sched_fleet_row_updated, once the new version is
- *    written, while the row is still locked), the tenants' sums for attempts (the caller: sched_tenant_live_add).
+ *    written, while the row is still locked), the tenants' sums for attempts (the
+ *    caller: sched_tenant_live_add).
  *
  * Guard: a table is written this way only when it is exactly as pg_sched made it: an
  * ordinary table without rules or row security, with exactly pg_sched's triggers, its
