@@ -382,7 +382,7 @@ if wants 2; then
     for r in $(seq 1 "$RUNS"); do
         line=""
         for run in pg:8 floor_batch:8 plpgsql:8 claim:8 $(for c in $W2_CLIENTS; do [ "$c" != 8 ] && echo "pg:$c"; done) \
-                   pg_nogate:8 pg_nogate:32; do
+                   pg_nogate:8 pg_nogate:32 pg_nomove:8; do
             impl=${run%%:*}
             c=${run#*:}
             settle "$DB_DISPATCH" reset noanalyze
@@ -391,6 +391,8 @@ if wants 2; then
                 pg) script=w2_dispatch_next.pgbench ;;
                 # the same without the dispatch gate (src/dispatch_gate.c), side by side
                 pg_nogate) script=w2_dispatch_next.pgbench; opts="-c sched.dispatch_concurrency=0" ;;
+                # the gate's waiters left where the kernel wakes them, side by side
+                pg_nomove) script=w2_dispatch_next.pgbench; opts="-c sched.dispatch_move_to_free_cpu=off" ;;
                 floor_batch) script=w2_write_floor_batch.pgbench ;;
                 plpgsql) script=w2_plpgsql.pgbench ;;
                 claim) script=w2_plain_claim.pgbench ;;
@@ -895,6 +897,7 @@ if wants 2; then
     r8=$(ratio "$pg" "$best"); r32=$(ratio "$(median w2.pg.c32)" "$best")
     note "Workload 2, clients: $(for c in $W2_CLIENTS; do printf '%s: %s/s, ' "$c" "$(fmt "$(median "w2.pg.c$c")")"; done | sed 's/, $//'); the best of 1, 2 and 4 is $(fmt "$best")/s ($bestc clients); 8 clients get ${r8}x of it, 32 get ${r32}x (target >= 0.9x each: $(yesno ge "$r8" 0.9), $(yesno ge "$r32" 0.9))."
     note "Workload 2, without the dispatch gate (sched.dispatch_concurrency = 0), side by side: 8 clients $(fmt "$(median w2.pg_nogate.c8)")/s (the gate's figure is $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nogate.c8)")x it), 32 clients $(fmt "$(median w2.pg_nogate.c32)")/s ($(ratio "$(median w2.pg.c32)" "$(median w2.pg_nogate.c32)")x)."
+    note "Workload 2, the gate's waiters left on the CPU the kernel woke them on (sched.dispatch_move_to_free_cpu = off), side by side: 8 clients $(fmt "$(median w2.pg_nomove.c8)")/s (with the move, as by default: $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nomove.c8)")x it)."
     note "Workload 2, the dispatch gate (sched.dispatch_concurrency: at most that many placement calls at once, the others wait their turn): share of calls that waited for a turn $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_waited.c$c")" 2)"; done | sed 's/, $//'); that waited sched.dispatch_wait_max in vain and ran over the limit $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_timed_out.c$c")" 3)"; done | sed 's/, $//')."
 fi
 if wants 8; then
@@ -1060,7 +1063,8 @@ fi
     echo "  Workloads 2 and 8 reset the database (everything pending, nothing reserved) before every run."
     echo "- The dispatch gate (src/dispatch_gate.c) is on, as by default: at most sched.dispatch_concurrency placement calls"
     echo "  (-1: the server's CPUs) run at once. With 8 and 32 clients, workloads 1 and 2 also run pg_sched with"
-    echo "  sched.dispatch_concurrency = 0 (no gate) in the same rounds, for the figures side by side."
+    echo "  sched.dispatch_concurrency = 0 (no gate) in the same rounds, for the figures side by side; workload 2 at 8 clients"
+    echo "  also with sched.dispatch_move_to_free_cpu = off (a woken waiter stays on the CPU the kernel woke it on)."
     echo "- Workload 7: both systems in each run, one after the other, each for ${T7} s: $E2E_SCHEDULERS submitting clients and"
     echo "  $E2E_WORKERS worker clients at once (two pgbench processes); a submitting client submits (inserts) $BATCH while"
     echo "  fewer than $E2E_BACKLOG tasks are open (pending or live; jobs: ready), so the run stays in a steady state;"

@@ -670,16 +670,16 @@ sched_queue_fetch_stats(PG_FUNCTION_ARGS)
 }
 
 /* sched._dispatch_gate() → (concurrency, running, waiting, entered, waited, timed_out,
- * bypassed): the dispatch gate now and since the server started (dispatch_gate.c); all
- * NULL without preloading. */
+ * bypassed, moved): the dispatch gate now and since the server started (dispatch_gate.c);
+ * all NULL without preloading. */
 PG_FUNCTION_INFO_V1(sched_dispatch_gate);
 
 Datum
 sched_dispatch_gate(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[7];
-	bool		nulls[7];
+	Datum		values[8];
+	bool		nulls[8];
 	SchedGateStats st;
 	bool		preloaded = sched_dispatch_gate_get_stats(&st);
 
@@ -693,6 +693,7 @@ sched_dispatch_gate(PG_FUNCTION_ARGS)
 	values[4] = Int64GetDatum(st.waited);
 	values[5] = Int64GetDatum(st.timed_out);
 	values[6] = Int64GetDatum(st.bypassed);
+	values[7] = Int64GetDatum(st.moved);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 

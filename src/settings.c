@@ -120,6 +120,12 @@ sched_define_settings(void)
 							NULL,
 							&sched_dispatch_wait_max_ms, 1000, 0, 3600 * 1000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("sched.dispatch_move_to_free_cpu",
+							 "Whether a placement call that waited for its turn moves to the CPU the turn was freed on.",
+							 "When it woke on a CPU where another call holds a turn and none is held on the freed one "
+							 "(Linux; elsewhere nothing moves).  Off: it runs where the kernel woke it.",
+							 &sched_dispatch_move_to_free_cpu, true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	/* PGC_POSTMASTER settings can only be defined while preloading (else FATAL) */
 	if (process_shared_preload_libraries_in_progress)
 		DefineCustomIntVariable("sched.fleet_change_log_size",

@@ -15,6 +15,10 @@
 #   - pg_cancel_backend and pg_terminate_backend of a waiter take it off the queue, and
 #     an error inside a call (statement_timeout while it holds the turn), also inside a
 #     PL/pgSQL exception block, gives the turn back;
+#   - a waiter that woke on a CPU where another turn is held moves to the CPU its turn
+#     was freed on, and gets back the CPUs it was allowed (Linux with two CPUs and
+#     taskset); not with sched.dispatch_move_to_free_cpu off, nor to a CPU it may not
+#     use;
 #   - the limit 0 turns the gate off; without preloading there is no gate (NULLs) and
 #     dispatch works.
 use strict;
@@ -259,9 +263,107 @@ $holder->query_safe('COMMIT');
 finish($a);
 is(gate(), '0 0', 'nothing held');
 
+# ---------------------------------------------------------------------------------------
+# A woken waiter moves to the CPU its turn was freed on (Linux)
+# ---------------------------------------------------------------------------------------
+# Two turns: C holds one taken on CPU y, A one taken on CPU x (each pinned there by
+# taskset, and each waiting for a row), B waits at the gate, last run on y.  When A's
+# call ends on x, B is woken; y is idle (C sleeps), so the kernel wakes B there, where C's
+# turn was taken: B moves to x.  B's CPUs are given back after the move.
+sub cpus_allowed
+{
+	my ($pid) = @_;
+	open(my $f, '<', "/proc/$pid/status") or return '';
+	my ($list) = map { /^Cpus_allowed_list:\s*(\S+)/ ? $1 : () } <$f>;
+	close($f);
+	return $list // '';
+}
+
+sub pin
+{
+	my ($pid, $cpus) = @_;
+	system('taskset', '-pc', $cpus, $pid) == 0 or die "taskset -pc $cpus $pid failed";
+	# (taskset prints the masks; the test reads /proc instead)
+}
+
+# the CPUs the server may use, as numbers (those of A's backend, which lives on)
+my @cpus;
+foreach my $part (split /,/, cpus_allowed($pid_a))
+{
+	if ($part =~ /^(\d+)-(\d+)$/) { push @cpus, $1 .. $2 }
+	elsif ($part =~ /^(\d+)$/) { push @cpus, $1 }
+}
+SKIP:
+{
+	skip 'moving to the freed CPU needs Linux, taskset and two CPUs', 9
+	  unless $^O eq 'linux' && @cpus >= 2 && system('taskset -V >/dev/null 2>&1') == 0;
+	my ($x, $y) = @cpus[0, 1];
+	my $both = "$x,$y";
+	my $holder2 = $node->background_psql('postgres');
+	$_->query_safe('SET sched.dispatch_concurrency = 2') for ($a, $b, $c);
+
+	# one round: returns how many moves the gate counted, and B's CPUs afterwards
+	my $round = sub {
+		my ($b_cpus_while_waiting) = @_;
+		my ($ra, $rc, $rb) = (submit(), submit(), submit());
+		$holder->query_safe("BEGIN; SELECT 1 FROM sched.request WHERE request_id = $ra FOR UPDATE");
+		$holder2->query_safe("BEGIN; SELECT 1 FROM sched.request WHERE request_id = $rc FOR UPDATE");
+		pin($pid_c, $y);
+		start($c, "SELECT outcome FROM sched.dispatch_attempt($rc)");
+		waits_for_lock($pid_c) or die 'C does not wait for its row';
+		pin($pid_a, $x);
+		start($a, "SELECT outcome FROM sched.dispatch_attempt($ra)");
+		waits_for_lock($pid_a) or die 'A does not wait for its row';
+		pin($pid_b, $y);
+		$b->query_safe('SELECT 1');    # B runs on y
+		start($b, "SELECT outcome FROM sched.dispatch_attempt($rb)");
+		waits_at_gate($pid_b) or die 'B does not wait at the gate';
+		pin($pid_b, $b_cpus_while_waiting);
+		my $moved = counter('moved');
+		$holder->query_safe('COMMIT');    # A's call ends on x, and wakes B
+		my $oa = finish($a);
+		my $ob = finish($b);
+		$holder2->query_safe('COMMIT');
+		my $oc = finish($c);
+		die "not all placed: $oa $ob $oc" unless "$oa $ob $oc" eq 'DISPATCHED DISPATCHED DISPATCHED';
+		pin($pid_a, $both);
+		pin($pid_c, $both);
+		return (counter('moved') - $moved, cpus_allowed($pid_b));
+	};
+
+	# the kernel wakes B on y when y is idle: a busy machine may wake it on x (then it has
+	# nothing to move for), so up to three rounds
+	my ($moves, $after) = (0, '');
+	for my $try (1 .. 3)
+	{
+		($moves, $after) = $round->($both);
+		last if $moves > 0;
+	}
+	is($moves, 1, 'B, woken on the CPU where C took its turn, moved to the CPU A freed');
+	is($after, cpus_allowed($pid_a), 'and has every CPU it was allowed again');
+	is(gate(), '0 0', 'nothing held or waiting');
+
+	$b->query_safe('SET sched.dispatch_move_to_free_cpu = off');
+	($moves, $after) = $round->($both);
+	is($moves, 0, 'with sched.dispatch_move_to_free_cpu off B stays where it woke');
+	is($after, cpus_allowed($pid_a), 'its CPUs untouched');
+	$b->query_safe('RESET sched.dispatch_move_to_free_cpu');
+
+	($moves, $after) = $round->($y);
+	is($moves, 0, 'B does not move to a CPU it may not use');
+	is($after, "$y", 'and keeps the one CPU it was allowed');
+	pin($pid_b, $both);
+	is(gate(), '0 0', 'nothing held or waiting');
+	is($node->safe_psql('postgres', 'SELECT moved <= waited FROM sched._dispatch_gate()'), 't',
+		'only waiters move');
+	$_->query_safe('RESET sched.dispatch_concurrency') for ($a, $b, $c);
+	$holder2->quit;
+}
+
 # values out of range are refused, naming the setting (22023)
 foreach my $bad ("sched.dispatch_concurrency = -2", "sched.dispatch_concurrency = 10001",
-	"sched.dispatch_wait_max = '-1ms'", "sched.dispatch_wait_max = '2h'")
+	"sched.dispatch_wait_max = '-1ms'", "sched.dispatch_wait_max = '2h'",
+	"sched.dispatch_move_to_free_cpu = 'sometimes'")
 {
 	my ($o, $e) = ('', '');
 	my ($name) = $bad =~ /^(\S+)/;
@@ -292,7 +394,7 @@ CREATE EXTENSION pg_sched;
 SELECT sched.upsert_node('node-a', cpu_millis => 8000, memory_mb => 8192);
 SELECT sched.register_worker('node-a', 'cap', ARRAY['v1'], 8);
 });
-is($plain->safe_psql('postgres', 'SELECT num_nulls(concurrency, running, waiting, entered, waited, timed_out, bypassed) FROM sched._dispatch_gate()'), '7',
+is($plain->safe_psql('postgres', 'SELECT num_nulls(concurrency, running, waiting, entered, waited, timed_out, bypassed, moved) FROM sched._dispatch_gate()'), '8',
 	'without preloading the gate reads NULL');
 is($plain->safe_psql('postgres',
 		"SELECT outcome FROM sched.dispatch_attempt(sched.submit(gen_random_uuid(), gen_random_uuid(), 'cap', 'v1'))"),
