@@ -283,6 +283,15 @@ static SchedStatement request_claim = {
 	.keyed = true
 };
 
+/* A batch read and not yet handed out: rows[next .. count - 1].  Rows read by statement
+ * (claim_requests) have no shape (0) and no concurrency key (NULL). */
+typedef struct QueueBuffer
+{
+	SchedQueueRow rows[QUEUE_BATCH];
+	int			count;
+	int			next;
+} QueueBuffer;
+
 typedef struct QueueTenant
 {
 	char	   *name;
@@ -293,13 +302,7 @@ typedef struct QueueTenant
 	double		sort_key;
 	TimestampTz queued_at;
 	int64		request_id;
-	/* the batch read and not yet handed out */
-	int64		buffer[QUEUE_BATCH];
-	SchedStepKey keys[QUEUE_BATCH];
-	int64		shapes[QUEUE_BATCH];
-	char	   *ckeys[QUEUE_BATCH];	/* concurrency_key (dispatch_next), NULL: none */
-	int			buffered;
-	int			next;
+	QueueBuffer *batch;			/* NULL until its first fetch: a call meets few tenants */
 } QueueTenant;
 
 typedef struct QueueScan
@@ -312,13 +315,7 @@ typedef struct QueueScan
 	bool		starving_exhausted;
 	TimestampTz starving_queued_at;
 	int64		starving_request_id;
-	int64		starving_buffer[QUEUE_BATCH];
-	SchedStepKey starving_keys[QUEUE_BATCH];
-	int64		starving_shapes[QUEUE_BATCH];
-	char	   *starving_ckeys[QUEUE_BATCH];
-	char	   *starving_tenant[QUEUE_BATCH];
-	int			starving_buffered;
-	int			starving_next;
+	QueueBuffer starving;
 	/* tenant phase */
 	int			ntenants;
 	QueueTenant *tenants;
@@ -544,49 +541,52 @@ fetch_filters(const QueueScan *q, SchedQueueFetch *f)
 	f->limit = fetch_limit(q);
 }
 
-/* dispatch_next's starving batch: the requests the others hold passed over
- * (queue_held.c), each one locked published. */
+/*
+ * Reads the batch f asks for into b, each request locked (queue_fetch.c), passing over
+ * those other transactions hold and publishing each one locked (queue_held.c); sets
+ * *exhausted when it got fewer than it asked for.  The last row read, or NULL.
+ */
+static const SchedQueueRow *
+fetch_locked(const SchedQueueFetch *f, QueueBuffer *b, bool *exhausted)
+{
+	int			i;
+
+	sched_queue_held_collect();
+	b->count = sched_queue_fetch(f, b->rows);
+	sched_queue_held_release();
+	b->next = 0;
+	if (b->count < f->limit)
+		*exhausted = true;
+	for (i = 0; i < b->count; i++)
+		sched_queue_held_publish(b->rows[i].request_id);
+	return b->count > 0 ? &b->rows[b->count - 1] : NULL;
+}
+
+/* dispatch_next's starving batch. */
 static void
 fetch_starving_locked(QueueScan *q)
 {
 	SchedQueueFetch f;
-	SchedQueueRow rows[QUEUE_BATCH];
-	int			n;
-	int			i;
+	const SchedQueueRow *last;
 
 	fetch_filters(q, &f);
 	f.starving = true;
 	f.tenant = q->tenant;
 	f.queued_at = q->starving_queued_at;
 	f.request_id = q->starving_queued_at == DT_NOBEGIN ? PG_INT64_MIN : q->starving_request_id;
-	sched_queue_held_collect();
-	n = sched_queue_fetch(&f, rows);
-	sched_queue_held_release();
-	q->starving_buffered = n;
-	q->starving_next = 0;
-	if (n < f.limit)
-		q->starving_exhausted = true;
-	for (i = 0; i < n; i++)
+	if ((last = fetch_locked(&f, &q->starving, &q->starving_exhausted)) != NULL)
 	{
-		q->starving_buffer[i] = rows[i].request_id;
-		q->starving_keys[i] = rows[i].key;
-		q->starving_tenant[i] = rows[i].tenant;
-		q->starving_shapes[i] = rows[i].shape;
-		q->starving_ckeys[i] = rows[i].concurrency_key;
-		q->starving_queued_at = rows[i].queued_at;
-		q->starving_request_id = rows[i].request_id;
-		sched_queue_held_publish(rows[i].request_id);
+		q->starving_queued_at = last->queued_at;
+		q->starving_request_id = last->request_id;
 	}
 }
 
-/* dispatch_next's batch of tenant t, likewise. */
+/* dispatch_next's batch of tenant t. */
 static void
 fetch_tenant_locked(QueueScan *q, QueueTenant *t)
 {
 	SchedQueueFetch f;
-	SchedQueueRow rows[QUEUE_BATCH];
-	int			n;
-	int			i;
+	const SchedQueueRow *last;
 
 	fetch_filters(q, &f);
 	f.starving = false;
@@ -594,23 +594,11 @@ fetch_tenant_locked(QueueScan *q, QueueTenant *t)
 	f.sort_key = t->sort_key;
 	f.queued_at = t->queued_at;
 	f.request_id = t->request_id;
-	sched_queue_held_collect();
-	n = sched_queue_fetch(&f, rows);
-	sched_queue_held_release();
-	t->buffered = n;
-	t->next = 0;
-	if (n < f.limit)
-		t->exhausted = true;
-	for (i = 0; i < n; i++)
+	if ((last = fetch_locked(&f, t->batch, &t->exhausted)) != NULL)
 	{
-		t->buffer[i] = rows[i].request_id;
-		t->keys[i] = rows[i].key;
-		t->shapes[i] = rows[i].shape;
-		t->ckeys[i] = rows[i].concurrency_key;
-		t->sort_key = rows[i].sort_key;
-		t->queued_at = rows[i].queued_at;
-		t->request_id = rows[i].request_id;
-		sched_queue_held_publish(rows[i].request_id);
+		t->sort_key = last->sort_key;
+		t->queued_at = last->queued_at;
+		t->request_id = last->request_id;
 	}
 }
 
@@ -637,20 +625,21 @@ fetch_starving(QueueScan *q)
 		v[2] = Int64GetDatum(PG_INT64_MIN);
 	v[6] = Int32GetDatum(fetch_limit(q));
 	sched_spi_exec(&starving_batch, v, n, false, 0, SPI_OK_SELECT);
-	q->starving_buffered = (int) SPI_processed;
-	q->starving_next = 0;
+	q->starving.count = (int) SPI_processed;
+	q->starving.next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))
 		q->starving_exhausted = true;
 	for (i = 0; i < SPI_processed; i++)
 	{
-		q->starving_buffer[i] = sched_spi_int64((int) i, 1);
-		q->starving_keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
-		q->starving_keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
-		q->starving_tenant[i] = sched_spi_text((int) i, 2);
-		q->starving_shapes[i] = 0;
-		q->starving_ckeys[i] = NULL;
+		SchedQueueRow *r = &q->starving.rows[i];
+
+		memset(r, 0, sizeof(*r));
+		r->request_id = sched_spi_int64((int) i, 1);
+		r->key.step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
+		r->key.attempt_number = (int32) sched_spi_int64((int) i, 5);
+		r->tenant = sched_spi_text((int) i, 2);
 		q->starving_queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
-		q->starving_request_id = q->starving_buffer[i];
+		q->starving_request_id = r->request_id;
 	}
 }
 
@@ -674,6 +663,8 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 			t->request_id = bound.request_id - 1;	/* the bound itself comes next */
 		}
 	}
+	if (t->batch == NULL)
+		t->batch = MemoryContextAllocZero(GetMemoryChunkContext(q->tenants), sizeof(QueueBuffer));
 	if (q->with_shapes)
 	{
 		fetch_tenant_locked(q, t);
@@ -688,21 +679,30 @@ fetch_tenant(QueueScan *q, QueueTenant *t)
 	v[6] = TimestampTzGetDatum(q->starving_cutoff);
 	v[7] = Int32GetDatum(fetch_limit(q));
 	sched_spi_exec(&tenant_batch, v, n, false, 0, SPI_OK_SELECT);
-	t->buffered = (int) SPI_processed;
-	t->next = 0;
+	t->batch->count = (int) SPI_processed;
+	t->batch->next = 0;
 	if (SPI_processed < (uint64) fetch_limit(q))
 		t->exhausted = true;
 	for (i = 0; i < SPI_processed; i++)
 	{
-		t->buffer[i] = sched_spi_int64((int) i, 1);
-		t->keys[i].step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
-		t->keys[i].attempt_number = (int32) sched_spi_int64((int) i, 5);
-		t->shapes[i] = 0;
-		t->ckeys[i] = NULL;
+		SchedQueueRow *r = &t->batch->rows[i];
+
+		memset(r, 0, sizeof(*r));
+		r->request_id = sched_spi_int64((int) i, 1);
+		r->key.step_id = *DatumGetUUIDP(sched_spi_get((int) i, 4, &isnull));
+		r->key.attempt_number = (int32) sched_spi_int64((int) i, 5);
+		r->tenant = t->name;
 		t->sort_key = DatumGetFloat8(sched_spi_get((int) i, 2, &isnull));
 		t->queued_at = DatumGetTimestampTz(sched_spi_get((int) i, 3, &isnull));
-		t->request_id = t->buffer[i];
+		t->request_id = r->request_id;
 	}
+}
+
+/* Requests of tenant t read and not yet handed out. */
+static int
+buffered(const QueueTenant *t)
+{
+	return t->batch == NULL ? 0 : t->batch->count - t->batch->next;
 }
 
 /* a before b in fair share: lower live/weight, then name bytewise */
@@ -729,19 +729,19 @@ queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape,
 	*tenant = NULL;
 	for (;;)
 	{
-		if (q->starving_next < q->starving_buffered)
+		if (q->starving.next < q->starving.count)
 		{
-			int			k = q->starving_next++;
+			const SchedQueueRow *r = &q->starving.rows[q->starving.next++];
 			int			i;
 
 			for (i = 0; i < q->ntenants; i++)
-				if (strcmp(q->tenants[i].name, q->starving_tenant[k]) == 0)
+				if (strcmp(q->tenants[i].name, r->tenant) == 0)
 					*tenant = &q->tenants[i];
-			*key = q->starving_keys[k];
-			*shape = q->starving_shapes[k];
-			*ckey = q->starving_ckeys[k];
-			*tenant_name = q->starving_tenant[k];
-			return q->starving_buffer[k];
+			*key = r->key;
+			*shape = r->shape;
+			*ckey = r->concurrency_key;
+			*tenant_name = r->tenant;
+			return r->request_id;
 		}
 		if (q->starving_exhausted)
 			break;
@@ -751,30 +751,32 @@ queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape,
 	for (;;)
 	{
 		QueueTenant *best = NULL;
+		const SchedQueueRow *r;
 		int			i;
 
 		for (i = 0; i < q->ntenants; i++)
 		{
 			QueueTenant *t = &q->tenants[i];
 
-			if (t->next >= t->buffered && t->exhausted)
+			if (buffered(t) == 0 && t->exhausted)
 				continue;
 			if (best == NULL || tenant_before(t, best))
 				best = t;
 		}
 		if (best == NULL)
 			return -1;
-		if (best->next >= best->buffered)
+		if (buffered(best) == 0)
 		{
 			fetch_tenant(q, best);
 			continue;
 		}
+		r = &best->batch->rows[best->batch->next++];
 		*tenant = best;
-		*key = best->keys[best->next];
-		*shape = best->shapes[best->next];
-		*ckey = best->ckeys[best->next];
+		*key = r->key;
+		*shape = r->shape;
+		*ckey = r->concurrency_key;
 		*tenant_name = best->name;
-		return best->buffer[best->next++];
+		return r->request_id;
 	}
 }
 
@@ -1224,8 +1226,8 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 				 res.limit_busy == SCHED_LIMIT_TENANT_BUSY)
 		{
 			queue_exclude_name(&q.excluded_tenants, &q.nexcluded_tenants, tname);
-			if (t != NULL)
-				t->next = t->buffered;	/* and its buffered rows */
+			if (t != NULL && t->batch != NULL)
+				t->batch->next = t->batch->count;	/* and its buffered rows */
 		}
 		if (e != NULL && res.waits == SCHED_WAIT_CAPACITY)
 			set_verdict(&judge, e, SCHED_VERDICT_WAITS, &q);
