@@ -243,6 +243,11 @@ typedef enum SchedVerdict
 /* The verdict with one more node's reasons counted; start from SCHED_VERDICT_STATIC. */
 extern SchedVerdict sched_verdict_add(SchedVerdict verdict, SchedReasonSet reasons);
 
+/* Whether an attempt in `status` is live: DISPATCHED or RUNNING.  A live attempt holds
+ * its worker slot and node reservations, and counts in its key's and tenant's limits and
+ * in its tenant's sums (sched.tenant_live). */
+extern bool sched_attempt_status_live(const char *status);
+
 /* Sorts a label set by key; returns false (set unchanged in content) on a duplicate key. */
 extern bool sched_labels_sort(SchedLabelSet *set);
 

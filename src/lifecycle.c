@@ -567,7 +567,7 @@ lock_attempt(AttemptLockKind kind, const pg_uuid_t *attempt_id, AttemptRow *a)
 static bool
 attempt_is_live(const AttemptRow *a)
 {
-	return strcmp(a->status, "DISPATCHED") == 0 || strcmp(a->status, "RUNNING") == 0;
+	return sched_attempt_status_live(a->status);
 }
 
 /* ERROR unless attempt a (locked) is live and lease_version is its lease's (55000). */

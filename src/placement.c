@@ -462,6 +462,12 @@ sched_score(const SchedPlacement *p, const SchedCandidate *c, SchedRanked *out)
 	sched_score_matched(c, sched_labels_matching(&c->labels, &p->preferred_labels), out);
 }
 
+bool
+sched_attempt_status_live(const char *status)
+{
+	return strcmp(status, "DISPATCHED") == 0 || strcmp(status, "RUNNING") == 0;
+}
+
 SchedVerdict
 sched_verdict_add(SchedVerdict verdict, SchedReasonSet reasons)
 {

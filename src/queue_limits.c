@@ -143,7 +143,7 @@ key_live_count(const char *key, Snapshot snapshot)
 		char	   *status = TextDatumGetCString(slot_getattr(scan.slot, status_col, &isnull));
 
 		/* (the index holds live versions only; the status is checked all the same) */
-		if (strcmp(status, "DISPATCHED") == 0 || strcmp(status, "RUNNING") == 0)
+		if (sched_attempt_status_live(status))
 			live++;
 		pfree(status);
 	}

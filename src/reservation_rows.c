@@ -612,9 +612,7 @@ sched_milestone_direct(const pg_uuid_t *execution_id, const char *key, const cha
 static bool
 live_status(Datum status)
 {
-	char	   *s = TextDatumGetCString(status);
-
-	return strcmp(s, "DISPATCHED") == 0 || strcmp(s, "RUNNING") == 0;
+	return sched_attempt_status_live(TextDatumGetCString(status));
 }
 
 /* The tenant's share of attempt row tup (of w's table), counted sign. */

@@ -30,6 +30,7 @@
 #include "catalog/pg_collation.h"
 #include "utils/fmgroids.h"
 
+#include "placement.h"
 #include "row_write.h"
 #include "settings.h"
 #include "spi_util.h"
@@ -96,7 +97,7 @@ collect(Tuplestorestate *rows, TupleDesc desc, const LiveColumns *col, int sign,
 		char	   *status = TextDatumGetCString(slot_getattr(slot, col->status, &isnull));
 		TenantDelta *d;
 
-		if (strcmp(status, "DISPATCHED") != 0 && strcmp(status, "RUNNING") != 0)
+		if (!sched_attempt_status_live(status))
 			continue;
 		if (*n == *cap)
 		{

@@ -1653,6 +1653,22 @@ sign(int v)
 
 /* The fleet's verdict: any node that admits wins; else any node held back only by
  * transient reasons makes it wait for capacity; else it is static.  Order-independent. */
+/* An attempt is live while DISPATCHED or RUNNING (SPEC: a live attempt holds its slot),
+ * by the exact status names only. */
+TEST(attempt_status_live)
+{
+	CHECK(sched_attempt_status_live("DISPATCHED"));
+	CHECK(sched_attempt_status_live("RUNNING"));
+	CHECK(!sched_attempt_status_live("SUCCEEDED"));
+	CHECK(!sched_attempt_status_live("FAILED"));
+	CHECK(!sched_attempt_status_live("LOST"));
+	CHECK(!sched_attempt_status_live("PREEMPTED"));
+	CHECK(!sched_attempt_status_live("CANCELLED"));
+	CHECK(!sched_attempt_status_live("dispatched"));
+	CHECK(!sched_attempt_status_live("RUNNING "));
+	CHECK(!sched_attempt_status_live(""));
+}
+
 TEST(verdict_add)
 {
 	SchedReasonSet slot = SCHED_REASON_BIT(SCHED_R_NO_FREE_SLOT);
@@ -4365,6 +4381,7 @@ main(int argc, char **argv)
 	RUN(worked_example_seed_000);
 	RUN(ranking_ties_by_node_id_bytewise);
 	RUN(verdict_add);
+	RUN(attempt_status_live);
 	RUN(ranking_ties_by_node_id_bytes);
 	RUN(ranking_held_candidates_last);
 	RUN(score_add_running);
