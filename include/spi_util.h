@@ -107,6 +107,13 @@ extern void sched_index_scan_begin_fresh(SchedIndexScan *s, const char *table,
 										 const char *index, ScanKeyData *keys, int nkeys);
 extern void sched_index_scan_end(SchedIndexScan *s);
 
+/* A reader of single rows by key: the table and index opened once, for lookups each with
+ * its own snapshot (sched_index_reader_get), ended by sched_index_scan_end. */
+extern void sched_index_reader_open(SchedIndexScan *s, const char *table, const char *index);
+/* The row of the equality keys (on a unique index) as snapshot sees it, into s->slot. */
+extern bool sched_index_reader_get(SchedIndexScan *s, Snapshot snapshot, ScanKeyData *keys,
+								   int nkeys);
+
 /*
  * What SELECT ... FOR <mode> [SKIP LOCKED] of one row, found by the equality keys on a
  * unique index, does, in C: the table opened with RowShareLock, this transaction's own

@@ -723,52 +723,10 @@ sched_attempt_start_direct(const pg_uuid_t *attempt_id, TimestampTz at, Timestam
 }
 
 /* An open read of one row by a unique key of a table: the table, the index, a slot. */
-typedef struct KeyReader
-{
-	Relation	rel;
-	Relation	index;
-	TupleTableSlot *slot;
-} KeyReader;
-
-static void
-key_reader_open(KeyReader *r, const char *table, const char *index)
-{
-	Oid			nsp = get_namespace_oid("sched", false);
-	Oid			relid = get_relname_relid(table, nsp);
-	Oid			indexid = get_relname_relid(index, nsp);
-
-	if (!OidIsValid(relid) || !OidIsValid(indexid))
-		elog(ERROR, "pg_sched: sched.%s or its index %s is missing", table, index);
-	r->rel = table_open(relid, AccessShareLock);
-	r->index = index_open(indexid, AccessShareLock);
-	r->slot = table_slot_create(r->rel, NULL);
-}
-
-/* The row of key `key` (one column of the index) as snapshot sees it, into r->slot. */
-static bool
-key_reader_get(KeyReader *r, Snapshot snapshot, ScanKeyData *key)
-{
-	IndexScanDesc scan = index_beginscan(r->rel, r->index, snapshot, 1, 0);
-	bool		found;
-
-	index_rescan(scan, key, 1, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, r->slot);
-	index_endscan(scan);
-	return found;
-}
-
-static void
-key_reader_close(KeyReader *r)
-{
-	ExecDropSingleTupleTableSlot(r->slot);
-	index_close(r->index, AccessShareLock);
-	table_close(r->rel, AccessShareLock);
-}
-
 /* Whether the attempt of command row `slot` (of table rel) lets the command be delivered:
  * live, or preempted for a CANCEL (the statement's sub-select; no attempt: no). */
 static bool
-attempt_takes_command(KeyReader *attempts, Snapshot snapshot, Relation rel,
+attempt_takes_command(SchedIndexScan *attempts, Snapshot snapshot, Relation rel,
 					  TupleTableSlot *slot)
 {
 	ScanKeyData key;
@@ -780,7 +738,7 @@ attempt_takes_command(KeyReader *attempts, Snapshot snapshot, Relation rel,
 	if (isnull)
 		return false;
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, attempt_id);
-	if (!key_reader_get(attempts, snapshot, &key))
+	if (!sched_index_reader_get(attempts, snapshot, &key, 1))
 		return false;
 	status = slot_getattr(attempts->slot, sched_column_of(attempts->rel, "status"), &isnull);
 	if (isnull)
@@ -821,8 +779,8 @@ sched_commands_deliver_direct(const pg_uuid_t *worker_id, int64 generation, int3
 	static const char *const request_columns[] = {"execution_id", "step_id", "attempt_number",
 	"capability", "capability_version", "payload"};
 	SchedRowWriter w;
-	KeyReader	attempts;
-	KeyReader	requests;
+	SchedIndexScan attempts;
+	SchedIndexScan requests;
 	MemoryContext caller = CurrentMemoryContext;
 	MemoryContext cxt;
 	Relation	index;
@@ -837,8 +795,8 @@ sched_commands_deliver_direct(const pg_uuid_t *worker_id, int64 generation, int3
 	nulls = palloc(sizeof(*nulls) * size);
 	cxt = AllocSetContextCreate(caller, "pg_sched command delivery", ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cxt);
-	key_reader_open(&attempts, "attempt", "attempt_pkey");
-	key_reader_open(&requests, "request", "request_pkey");
+	sched_index_reader_open(&attempts, "attempt", "attempt_pkey");
+	sched_index_reader_open(&requests, "request", "request_pkey");
 	locked = table_slot_create(w.rel, NULL);
 	index = sched_row_writer_index(&w, "command_undelivered_idx");
 	/* the worker's undelivered commands, oldest first (worker_id, command_id) */
@@ -878,7 +836,7 @@ sched_commands_deliver_direct(const pg_uuid_t *worker_id, int64 generation, int3
 		 * returned, as the statement's join left it out) */
 		ScanKeyInit(&rkey, 1, BTEqualStrategyNumber, F_INT8EQ,
 					slot_getattr(locked, sched_column_of(w.rel, "request_id"), &isnull));
-		if (isnull || !key_reader_get(&requests, w.snapshot, &rkey))
+		if (isnull || !sched_index_reader_get(&requests, w.snapshot, &rkey, 1))
 			continue;
 		MemoryContextSwitchTo(caller);
 		if (n == size)
@@ -896,8 +854,8 @@ sched_commands_deliver_direct(const pg_uuid_t *worker_id, int64 generation, int3
 	}
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(locked);
-	key_reader_close(&requests);
-	key_reader_close(&attempts);
+	sched_index_scan_end(&requests);
+	sched_index_scan_end(&attempts);
 	MemoryContextSwitchTo(caller);
 	MemoryContextDelete(cxt);
 	close_alone(&w);

@@ -430,12 +430,37 @@ sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
 	index_scan_open(s, table, index, snapshot, keys, nkeys, AccessShareLock);
 }
 
+void
+sched_index_reader_open(SchedIndexScan *s, const char *table, const char *index)
+{
+	index_scan_open(s, table, index, InvalidSnapshot, NULL, 0, AccessShareLock);
+}
+
+/* The first row of keys in index, as snapshot sees it, into slot. */
+static bool
+index_get_first(Relation rel, Relation index, Snapshot snapshot, ScanKeyData *keys, int nkeys,
+				TupleTableSlot *slot)
+{
+	IndexScanDesc scan = index_beginscan(rel, index, snapshot, nkeys, 0);
+	bool		found;
+
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	return found;
+}
+
+bool
+sched_index_reader_get(SchedIndexScan *s, Snapshot snapshot, ScanKeyData *keys, int nkeys)
+{
+	return index_get_first(s->rel, s->index, snapshot, keys, nkeys, s->slot);
+}
+
 SchedRowLockResult
 sched_lock_row_by_key(Relation rel, Relation index, TupleTableSlot *slot, ScanKeyData *keys,
 					  int nkeys, LockTupleMode mode, bool wait, Snapshot given, Snapshot *kept)
 {
 	Snapshot	snapshot = given;
-	IndexScanDesc scan;
 	ItemPointerData tid;
 	TM_FailureData tmfd;
 	TM_Result	result;
@@ -448,10 +473,7 @@ sched_lock_row_by_key(Relation rel, Relation index, TupleTableSlot *slot, ScanKe
 	}
 	else
 		kept = NULL;			/* the caller's, not to be released here */
-	scan = index_beginscan(rel, index, snapshot, nkeys, 0);
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	index_endscan(scan);
+	found = index_get_first(rel, index, snapshot, keys, nkeys, slot);
 	if (kept != NULL)
 		*kept = snapshot;
 	if (!found)
