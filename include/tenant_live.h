@@ -4,6 +4,8 @@
 #ifndef PG_SCHED_TENANT_LIVE_H
 #define PG_SCHED_TENANT_LIVE_H
 
+#include "postgres.h"
+
 /* One change of a tenant's live attempts and of what they reserve. */
 typedef struct SchedTenantDelta
 {
@@ -22,5 +24,11 @@ typedef struct SchedTenantDelta
  * deltas.
  */
 extern void sched_tenant_live_add(SchedTenantDelta *deltas, int n);
+
+/* *d: a live attempt's share of its tenant's sums, from the attempt row's tenant,
+ * reserve_cpu_millis, reserve_memory_mb and reserve_gpus Datums, counted sign (+1 in, -1
+ * out).  The tenant's name is palloc'd. */
+extern void sched_tenant_delta_of_attempt(Datum tenant, Datum cpu_millis, Datum memory_mb,
+										  Datum gpus, int sign, SchedTenantDelta *d);
 
 #endif

@@ -622,15 +622,11 @@ attempt_delta(SchedRowWriter *w, HeapTuple tup, int sign, SchedTenantDelta *d)
 	TupleDesc	desc = RelationGetDescr(w->rel);
 	bool		isnull;
 
-	d->tenant = TextDatumGetCString(heap_getattr(tup, sched_column_of(w->rel, "tenant"), desc,
-												 &isnull));
-	d->live = sign;
-	d->cpu_millis = sign * (int64) DatumGetInt32(heap_getattr(tup, sched_column_of(w->rel, "reserve_cpu_millis"),
-															  desc, &isnull));
-	d->memory_mb = sign * DatumGetInt64(heap_getattr(tup, sched_column_of(w->rel, "reserve_memory_mb"),
-													 desc, &isnull));
-	d->gpus = sign * (int64) DatumGetInt32(heap_getattr(tup, sched_column_of(w->rel, "reserve_gpus"),
-														desc, &isnull));
+	sched_tenant_delta_of_attempt(heap_getattr(tup, sched_column_of(w->rel, "tenant"), desc, &isnull),
+								  heap_getattr(tup, sched_column_of(w->rel, "reserve_cpu_millis"), desc, &isnull),
+								  heap_getattr(tup, sched_column_of(w->rel, "reserve_memory_mb"), desc, &isnull),
+								  heap_getattr(tup, sched_column_of(w->rel, "reserve_gpus"), desc, &isnull),
+								  sign, d);
 }
 
 /*

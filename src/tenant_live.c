@@ -78,6 +78,17 @@ add_checked(int64 *sum, int64 value)
 				 errcontext("summing the live attempts of sched.attempt into sched.tenant_live")));
 }
 
+void
+sched_tenant_delta_of_attempt(Datum tenant, Datum cpu_millis, Datum memory_mb, Datum gpus,
+							  int sign, SchedTenantDelta *d)
+{
+	d->tenant = TextDatumGetCString(tenant);
+	d->live = sign;
+	d->cpu_millis = sign * (int64) DatumGetInt32(cpu_millis);
+	d->memory_mb = sign * DatumGetInt64(memory_mb);
+	d->gpus = sign * (int64) DatumGetInt32(gpus);
+}
+
 /*
  * Appends the live rows of transition table `rows`, each counted `sign` (+1 new, -1
  * old), to deltas (one entry per row; summed by tenant afterwards).
@@ -95,7 +106,6 @@ collect(Tuplestorestate *rows, TupleDesc desc, const LiveColumns *col, int sign,
 	{
 		bool		isnull;
 		char	   *status = TextDatumGetCString(slot_getattr(slot, col->status, &isnull));
-		TenantDelta *d;
 
 		if (!sched_attempt_status_live(status))
 			continue;
@@ -104,12 +114,11 @@ collect(Tuplestorestate *rows, TupleDesc desc, const LiveColumns *col, int sign,
 			*cap *= 2;
 			*deltas = repalloc(*deltas, sizeof(TenantDelta) * *cap);
 		}
-		d = &(*deltas)[(*n)++];
-		d->tenant = TextDatumGetCString(slot_getattr(slot, col->tenant, &isnull));
-		d->live = sign;
-		d->cpu_millis = sign * (int64) DatumGetInt32(slot_getattr(slot, col->cpu_millis, &isnull));
-		d->memory_mb = sign * DatumGetInt64(slot_getattr(slot, col->memory_mb, &isnull));
-		d->gpus = sign * (int64) DatumGetInt32(slot_getattr(slot, col->gpus, &isnull));
+		sched_tenant_delta_of_attempt(slot_getattr(slot, col->tenant, &isnull),
+									  slot_getattr(slot, col->cpu_millis, &isnull),
+									  slot_getattr(slot, col->memory_mb, &isnull),
+									  slot_getattr(slot, col->gpus, &isnull),
+									  sign, &(*deltas)[(*n)++]);
 	}
 	ExecDropSingleTupleTableSlot(slot);
 }
