@@ -5,6 +5,7 @@
 #ifndef PG_SCHED_QUEUE_FETCH_H
 #define PG_SCHED_QUEUE_FETCH_H
 
+#include "storage/itemptr.h"
 #include "utils/timestamp.h"
 
 #include "reservation.h"
@@ -44,6 +45,7 @@ typedef struct SchedQueueRow
 	SchedStepKey key;
 	int64		shape;
 	char	   *concurrency_key;	/* NULL: none */
+	ItemPointerData tid;		/* the version locked (invalid: read by a statement) */
 } SchedQueueRow;
 
 /*

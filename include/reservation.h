@@ -62,6 +62,9 @@ typedef struct SchedDispatchResult
  * for.  batch: the dispatch_next call's batch (batch.h), or NULL to read the fleet
  * afresh and write at once.  key: the
  * request's (step_id, attempt_number) when the caller read them already, else NULL.
+ * locked: the version of the request the caller's queue scan locked, else NULL (or
+ * invalid): read in place of locking the row again while this transaction has not
+ * changed it since (sched_request_read_locked).
  */
 typedef struct SchedStepKey
 {
@@ -70,8 +73,8 @@ typedef struct SchedStepKey
 } SchedStepKey;
 
 extern bool sched_dispatch_request(int64 request_id, const SchedStepKey *key,
-								   const pg_uuid_t *claim_id, TimestampTz at,
-								   bool from_queue, SchedBatch *batch,
+								   const ItemPointerData *locked, const pg_uuid_t *claim_id,
+								   TimestampTz at, bool from_queue, SchedBatch *batch,
 								   SchedDispatchResult *res);
 
 /* Fills a sched.dispatch_result row (values/nulls of 8) from res. */

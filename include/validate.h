@@ -5,6 +5,7 @@
 #define PG_SCHED_VALIDATE_H
 
 #include "fmgr.h"
+#include "storage/itemptr.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -129,6 +130,22 @@ extern bool sched_request_first_ready_shape(TimestampTz at, const char *capabili
 
 extern bool sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 							   SchedPlacementArgs *out, SchedRequestRow *row);
+
+/*
+ * The request at `tid` as sched_request_load reads it with a lock, when that version is
+ * one this transaction locked FOR UPDATE (queue_fetch.c) and has neither updated nor
+ * deleted since: the newest version, which stays so until the transaction ends.  False
+ * otherwise (the caller then reads or locks the request by its key).  Saves finding and
+ * locking again a row the queue scan of the same call locked.
+ */
+extern bool sched_request_read_locked(ItemPointer tid, TimestampTz at, SchedPlacementArgs *out,
+									  SchedRequestRow *row);
+
+/*
+ * Whether any request holds capacity from a preemption (held_until set), with a
+ * statement's snapshot: request_held_idx's first visible entry, in C.
+ */
+extern bool sched_request_any_held(void);
 
 extern void sched_check_not_null(FunctionCallInfo fcinfo, int argno, const char *parameter);
 

@@ -718,13 +718,12 @@ tenant_before(const QueueTenant *a, const QueueTenant *b)
 }
 
 /*
- * The next request in queue order, or -1 when the queue has no more ready requests.
- * *tenant is set to the request's tenant entry (NULL for a starving request of a
- * tenant not in the list); *key and *shape to the request's step key and shape.
+ * The next request in queue order (valid until the next call), or NULL when the queue
+ * has no more ready requests.  *tenant is set to the request's tenant entry (NULL for a
+ * starving request of a tenant not in the list).
  */
-static int64
-queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape,
-		   char **ckey, char **tenant_name)
+static const SchedQueueRow *
+queue_next(QueueScan *q, QueueTenant **tenant)
 {
 	*tenant = NULL;
 	for (;;)
@@ -737,11 +736,7 @@ queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape,
 			for (i = 0; i < q->ntenants; i++)
 				if (strcmp(q->tenants[i].name, r->tenant) == 0)
 					*tenant = &q->tenants[i];
-			*key = r->key;
-			*shape = r->shape;
-			*ckey = r->concurrency_key;
-			*tenant_name = r->tenant;
-			return r->request_id;
+			return r;
 		}
 		if (q->starving_exhausted)
 			break;
@@ -751,7 +746,6 @@ queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape,
 	for (;;)
 	{
 		QueueTenant *best = NULL;
-		const SchedQueueRow *r;
 		int			i;
 
 		for (i = 0; i < q->ntenants; i++)
@@ -764,19 +758,14 @@ queue_next(QueueScan *q, QueueTenant **tenant, SchedStepKey *key, int64 *shape,
 				best = t;
 		}
 		if (best == NULL)
-			return -1;
+			return NULL;
 		if (buffered(best) == 0)
 		{
 			fetch_tenant(q, best);
 			continue;
 		}
-		r = &best->batch->rows[best->batch->next++];
 		*tenant = best;
-		*key = r->key;
-		*shape = r->shape;
-		*ckey = r->concurrency_key;
-		*tenant_name = best->name;
-		return r->request_id;
+		return &best->batch->rows[best->batch->next++];
 	}
 }
 
@@ -867,17 +856,14 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	while (claimed < max_requests && scanned < (int64) max_requests * 4 + 64)
 	{
 		QueueTenant *t;
-		SchedStepKey key;
-		int64		shape;
-		char	   *ckey;
-		char	   *tname;
+		const SchedQueueRow *r;
 		int64		id;
 		Datum		v[3];
 
 		q.want = max_requests - claimed;
-		id = queue_next(&q, &t, &key, &shape, &ckey, &tname);
-		if (id < 0)
+		if ((r = queue_next(&q, &t)) == NULL)
 			break;
+		id = r->request_id;
 		scanned++;
 		/* the scan returned it locked and ready (FOR UPDATE re-checks the predicate on
 		 * the newest version): claim it */
@@ -956,11 +942,6 @@ judge_placement(ShapeJudge *j, const SchedPlacement *p)
  */
 static bool skip_waiting_shapes = true;
 
-static SchedStatement any_hold = {
-	"SELECT EXISTS (SELECT 1 FROM sched.request r WHERE r.held_until IS NOT NULL)",
-	0, {InvalidOid}
-};
-
 static bool
 waiting_shapes_skipped(void)
 {
@@ -970,14 +951,9 @@ waiting_shapes_skipped(void)
 static void
 decide_waiting_shapes(void)
 {
-	bool		isnull;
-
 	skip_waiting_shapes = !sched_preemption;
 	if (skip_waiting_shapes && sched_schema_is_0_2())
-	{
-		sched_spi_exec(&any_hold, NULL, NULL, true, 1, SPI_OK_SELECT);
-		skip_waiting_shapes = !DatumGetBool(sched_spi_get(0, 1, &isnull));
-	}
+		skip_waiting_shapes = !sched_request_any_held();
 }
 
 static void
@@ -995,12 +971,13 @@ set_verdict(ShapeJudge *j, ShapeEntry *e, SchedVerdict v, QueueScan *q)
 
 /*
  * The entry of `shape`, judged when the call meets it for the first time by the
- * placement `args` of one of its requests, or when args is NULL by that of request
- * `request_id`.  Allocates in the call's memory (CurrentMemoryContext).
+ * placement `args` of one of its requests, or when args is NULL by that of the request
+ * the scan returned in `row` (the version the scan locked, else the request as a
+ * statement sees it now).  Allocates in the call's memory (CurrentMemoryContext).
  */
 static ShapeEntry *
-shape_entry(ShapeJudge *j, int64 shape, int64 request_id, const SchedPlacementArgs *args,
-			QueueScan *q)
+shape_entry(ShapeJudge *j, int64 shape, const SchedQueueRow *row,
+			const SchedPlacementArgs *args, QueueScan *q)
 {
 	bool		found;
 	ShapeEntry *e = hash_search(j->shapes, &shape, HASH_ENTER, &found);
@@ -1009,7 +986,9 @@ shape_entry(ShapeJudge *j, int64 shape, int64 request_id, const SchedPlacementAr
 	{
 		if (args != NULL)
 			e->args = *args;
-		else if (!sched_request_load(request_id, SCHED_LOCK_NONE, j->at, &e->args, NULL))
+		else if (!(ItemPointerIsValid(&row->tid) &&
+				   sched_request_read_locked((ItemPointer) &row->tid, j->at, &e->args, NULL)) &&
+				 !sched_request_load(row->request_id, SCHED_LOCK_NONE, j->at, &e->args, NULL))
 		{
 			/* gone since the scan read it: nothing to judge by */
 			hash_search(j->shapes, &shape, HASH_REMOVE, NULL);
@@ -1044,7 +1023,7 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
 		SchedPlacementArgs placement;
 
 		if (sched_request_first_ready_shape(q->at, q->capability, &shape, &placement))
-			(void) shape_entry(j, shape, 0, &placement, q);
+			(void) shape_entry(j, shape, NULL, &placement, q);
 		return;
 	}
 	v[0] = TimestampTzGetDatum(q->at);
@@ -1069,7 +1048,7 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
 		sched_placement_decode(i, 3, 0, j->at, &placements[i]);
 	}
 	for (i = 0; i < count; i++)
-		(void) shape_entry(j, shapes[i], 0, &placements[i], q);
+		(void) shape_entry(j, shapes[i], NULL, &placements[i], q);
 }
 
 /* Whether every shape with ready requests is known to wait, so the scan would try
@@ -1159,11 +1138,8 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		   !every_shape_waits(&judge))
 	{
 		QueueTenant *t;
-		SchedStepKey key;
-		int64		shape;
-		char	   *ckey;
-		char	   *tname;
-		int64		id;
+		const SchedQueueRow *next;
+		SchedQueueRow r;
 		ShapeEntry *e;
 		SchedDispatchResult res;
 		Datum		values[8];
@@ -1178,17 +1154,17 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 				break;			/* nothing to scan for */
 		}
 		q.want = max_dispatches - dispatched;
-		id = queue_next(&q, &t, &key, &shape, &ckey, &tname);
-		if (id < 0)
+		if ((next = queue_next(&q, &t)) == NULL)
 			break;
-		if (queue_limited(&q, ckey, tname))
+		r = *next;
+		if (queue_limited(&q, r.concurrency_key, r.tenant))
 			continue;			/* its key or tenant is full: untried, unwritten */
-		e = shape_entry(&judge, shape, id, NULL, &q);
+		e = shape_entry(&judge, r.shape, &r, NULL, &q);
 		if (!worth_trying(&judge, e, &q))
 			continue;			/* waits for capacity: left as it is, in its place */
 		scanned++;
 		MemoryContextSwitchTo(per_request);
-		if (sched_dispatch_request(id, &key, NULL, at, true, cache, &res))
+		if (sched_dispatch_request(r.request_id, &r.key, &r.tid, NULL, at, true, cache, &res))
 		{
 			sched_counters_add(&res);
 			sched_dispatch_result_values(&res, values, nulls);
@@ -1221,11 +1197,11 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		 * so until this one ends: its requests would only be passed over one by one) */
 		if (res.waits == SCHED_WAIT_CONCURRENCY || res.waits == SCHED_WAIT_RATE ||
 			res.limit_busy == SCHED_LIMIT_KEY_BUSY)
-			queue_exclude_name(&q.excluded_keys, &q.nexcluded_keys, ckey);
+			queue_exclude_name(&q.excluded_keys, &q.nexcluded_keys, r.concurrency_key);
 		else if ((res.waits == SCHED_WAIT_QUOTA && res.tenant_full) ||
 				 res.limit_busy == SCHED_LIMIT_TENANT_BUSY)
 		{
-			queue_exclude_name(&q.excluded_tenants, &q.nexcluded_tenants, tname);
+			queue_exclude_name(&q.excluded_tenants, &q.nexcluded_tenants, r.tenant);
 			if (t != NULL && t->batch != NULL)
 				t->batch->next = t->batch->count;	/* and its buffered rows */
 		}

@@ -220,6 +220,7 @@ row_of(TupleTableSlot *slot, const RequestColumns *c, SchedQueueRow *row)
 	d = slot_getattr(slot, c->shape, &isnull);
 	row->shape = isnull ? 0 : DatumGetInt64(d);
 	row->concurrency_key = text_or_null(slot, c->concurrency_key);
+	row->tid = slot->tts_tid;
 }
 
 int

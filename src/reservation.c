@@ -1154,9 +1154,9 @@ dispatch_gang(const SchedRequestRow *met, const SchedPlacementArgs *met_args,
 }
 
 bool
-sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_t *claim_id,
-					   TimestampTz at, bool from_queue, SchedBatch *cache,
-					   SchedDispatchResult *res)
+sched_dispatch_request(int64 request_id, const SchedStepKey *key, const ItemPointerData *locked,
+					   const pg_uuid_t *claim_id, TimestampTz at, bool from_queue,
+					   SchedBatch *cache, SchedDispatchResult *res)
 {
 	Datum		v[3];
 	bool		isnull;
@@ -1197,10 +1197,13 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const pg_uuid_
 	 */
 	may_wait = !from_queue && !xact_holds_dispatch_locks();
 
-	/* 1. the step's advisory lock; 2. the request row */
+	/* 1. the step's advisory lock; 2. the request row (unless the caller's scan holds
+	 * its newest version locked already) */
 	if (!lock_step(&step_id, attempt_number, may_wait) ||
-		!sched_request_load(request_id, may_wait ? SCHED_LOCK_WAIT : SCHED_LOCK_SKIP,
-							at, &args, &req))
+		(!(locked != NULL && ItemPointerIsValid(locked) &&
+		   sched_request_read_locked((ItemPointer) locked, at, &args, &req)) &&
+		 !sched_request_load(request_id, may_wait ? SCHED_LOCK_WAIT : SCHED_LOCK_SKIP,
+							 at, &args, &req)))
 		return busy(from_queue, res);
 	if (from_queue && !still_ready(&req, at))
 		return false;
@@ -1339,7 +1342,7 @@ sched_dispatch_attempt(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "pg_sched: SPI_connect failed");
-	(void) sched_dispatch_request(PG_GETARG_INT64(0), NULL, PG_ARGISNULL(1) ? NULL : &claim,
+	(void) sched_dispatch_request(PG_GETARG_INT64(0), NULL, NULL, PG_ARGISNULL(1) ? NULL : &claim,
 								  PG_GETARG_TIMESTAMPTZ(2), false, NULL, &res);
 	sched_counters_add(&res);
 	/* a gang placed whole: its other members are dispatched too (detail says so) */

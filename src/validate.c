@@ -12,12 +12,19 @@
 #include "spi_util.h"
 #include "settings.h"
 
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "storage/bufmgr.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
@@ -889,6 +896,71 @@ sched_request_first_ready_shape(TimestampTz at, const char *capability, int64 *s
 		placement_of_columns(&rc, RQ_CAPABILITY, 0, at, out);	/* (as the statement: no
 																 * spread key) */
 		found = true;
+	}
+	sched_index_scan_end(&s);
+	return found;
+}
+
+bool
+sched_request_read_locked(ItemPointer tid, TimestampTz at, SchedPlacementArgs *out,
+						  SchedRequestRow *row)
+{
+	Oid			relid = get_relname_relid("request", get_namespace_oid("sched", false));
+	Relation	rel;
+	HeapTupleData tuple;
+	HeapTuple	copy = NULL;
+	Buffer		buf;
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "pg_sched: sched.request is missing");
+	rel = table_open(relid, RowShareLock);
+	tuple.t_self = *tid;
+	if (heap_fetch(rel, SnapshotAny, &tuple, &buf, true))
+	{
+		uint16		infomask;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		infomask = tuple.t_data->t_infomask;
+		/* FOR UPDATE by this transaction, and neither updated nor deleted since: the
+		 * newest version, which no other transaction can change before this one ends */
+		if (!(infomask & (HEAP_XMAX_INVALID | HEAP_XMAX_IS_MULTI)) &&
+			HEAP_XMAX_IS_LOCKED_ONLY(infomask) && HEAP_XMAX_IS_EXCL_LOCKED(infomask) &&
+			TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetRawXmax(tuple.t_data)))
+			copy = heap_copytuple(&tuple);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	if (copy != NULL)
+	{
+		TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel),
+														&TTSOpsHeapTuple);
+		RowColumns	rc;
+
+		ExecStoreHeapTuple(copy, slot, true);
+		slot_request_columns(rel, slot, &rc);
+		placement_of_columns(&rc, RQ_CAPABILITY, RQ_SPREAD_KEY, at, out);
+		if (row != NULL)
+			request_row_of_columns(&rc, true, row);
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	table_close(rel, NoLock);
+	return copy != NULL;
+}
+
+bool
+sched_request_any_held(void)
+{
+	SchedIndexScan s;
+	bool		found = false;
+
+	sched_index_scan_begin_fresh(&s, "request", "request_held_idx", NULL, 0);
+	while (!found && sched_index_scan_next(&s))
+	{
+		bool		isnull;
+
+		(void) slot_getattr(s.slot, sched_column_of(s.rel, "held_until"), &isnull);
+		found = !isnull;
 	}
 	sched_index_scan_end(&s);
 	return found;
