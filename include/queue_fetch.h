@@ -5,7 +5,9 @@
 #ifndef PG_SCHED_QUEUE_FETCH_H
 #define PG_SCHED_QUEUE_FETCH_H
 
+#include "executor/tuptable.h"
 #include "storage/itemptr.h"
+#include "utils/relcache.h"
 #include "utils/timestamp.h"
 
 #include "reservation.h"
@@ -33,6 +35,13 @@ typedef struct SchedQueueFetch
 	char	  **excluded_tenants;
 	int			nexcluded_tenants;
 	int			limit;			/* rows to lock at most */
+	/*
+	 * Asked of each row that passes the filters, before it is locked, unless NULL (in
+	 * the caller's memory context; rel and slot hold the version read): false ends the
+	 * fetch there, that row neither locked nor returned.
+	 */
+	bool		(*before_lock) (void *arg, Relation rel, TupleTableSlot *slot, int64 shape);
+	void	   *before_lock_arg;
 } SchedQueueFetch;
 
 /* One request a fetch locked. */
@@ -53,8 +62,9 @@ typedef struct SchedQueueRow
  * filters and are not held elsewhere (queue_held.c, collected by the caller), each
  * locked FOR UPDATE, skipping those another transaction holds: what the batch
  * statements of queue.c (STARVING_BATCH, TENANT_BATCH with their shape and limit
- * filters) return, in their order.  Returns how many were locked, into rows.
+ * filters) return, in their order.  Returns how many were locked, into rows; *stopped
+ * tells whether f->before_lock ended the fetch (the range may go on after it).
  */
-extern int	sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows);
+extern int	sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows, bool *stopped);
 
 #endif

@@ -5,7 +5,9 @@
 #define PG_SCHED_VALIDATE_H
 
 #include "fmgr.h"
+#include "executor/tuptable.h"
 #include "storage/itemptr.h"
+#include "utils/relcache.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -118,15 +120,10 @@ typedef enum SchedRowLock
 extern void sched_placement_decode(int row, int first, int spread_key_column, TimestampTz at,
 								   SchedPlacementArgs *out);
 
-/*
- * The highest shape with a ready request (of `capability` unless NULL) and the placement
- * of its newest ready request, as one row of queue.c's ready_shapes_any_tenant: the
- * shapes' index (request_shape_idx: shape, available_at) read from its end backwards
- * with a statement's snapshot, in C, where a statement's start-up cost most of a call
- * of dispatch_next(1).  False when no request is ready.
- */
-extern bool sched_request_first_ready_shape(TimestampTz at, const char *capability,
-											int64 *shape, SchedPlacementArgs *out);
+/* The placement of the sched.request version in slot (rel: sched.request), as
+ * sched_request_load gives it. */
+extern void sched_request_placement_of_slot(Relation rel, TupleTableSlot *slot, TimestampTz at,
+											SchedPlacementArgs *out);
 
 extern bool sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz at,
 							   SchedPlacementArgs *out, SchedRequestRow *row);

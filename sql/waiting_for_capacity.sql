@@ -181,9 +181,13 @@ SELECT sched.submit('e2000000-0000-4000-8000-000000000003', '52000000-0000-4000-
 -- the head of the queue first
 SELECT outcome, request_id = :p_big1 AS is_big1
   FROM sched.dispatch_next(1, 'paint', at => '2026-01-01 12:02:10+00');
--- big2 waits for memory: passed over untried and unwritten, and small, behind it, placed
+-- big2 waits for memory: passed over untried, unwritten and unlocked (its shape is
+-- judged on the version read, before the row is locked), and small, behind it, placed
+BEGIN;
 SELECT outcome, request_id = :p_small AS is_small
   FROM sched.dispatch_next(1, 'paint', at => '2026-01-01 12:02:10+00');
+SELECT xmax = pg_current_xact_id()::xid AS big2_locked FROM sched.request WHERE request_id = :p_big2;
+COMMIT;
 SELECT state, tries, available_at = queued_at AS in_place, last_reason
   FROM sched.request WHERE request_id = :p_big2;
 -- both slots taken: the call tries nothing and neither locks nor writes a request row

@@ -247,9 +247,7 @@ static SchedStatement ready_shapes = {
 
 /* the same for a call of any tenant (its $3, NULL, and $5, 1, are not read): each
  * shape's newest ready request, in one sub-select instead of the two a tenant needs (a
- * statement's start-up is most of what a probe costs).  Its first row alone, what every
- * call of at most 4 placements asks first, is read in C instead
- * (sched_request_first_ready_shape): this statement judges the shapes up front. */
+ * statement's start-up is most of what a probe costs). */
 static SchedStatement ready_shapes_any_tenant = {
 	OPEN_SHAPES
 	"SELECT s.shape, x.* FROM s CROSS JOIN LATERAL ( "
@@ -333,6 +331,11 @@ typedef struct QueueScan
 	int			nexcluded_keys;
 	char	  **excluded_tenants;
 	int			nexcluded_tenants;
+	/* dispatch_next: asked before a fetch locks a row (SchedQueueFetch.before_lock);
+	 * stopped: it ended the last fetch, and queue_next returned NULL for that */
+	bool		(*before_lock) (void *arg, Relation rel, TupleTableSlot *slot, int64 shape);
+	void	   *before_lock_arg;
+	bool		stopped;
 } QueueScan;
 
 static Datum
@@ -539,23 +542,26 @@ fetch_filters(const QueueScan *q, SchedQueueFetch *f)
 	f->excluded_tenants = q->excluded_tenants;
 	f->nexcluded_tenants = q->nexcluded_tenants;
 	f->limit = fetch_limit(q);
+	f->before_lock = q->before_lock;
+	f->before_lock_arg = q->before_lock_arg;
 }
 
 /*
  * Reads the batch f asks for into b, each request locked (queue_fetch.c), passing over
  * those other transactions hold and publishing each one locked (queue_held.c); sets
- * *exhausted when it got fewer than it asked for.  The last row read, or NULL.
+ * *exhausted when it got fewer than it asked for, q->stopped instead when before_lock
+ * ended it.  The last row read, or NULL.
  */
 static const SchedQueueRow *
-fetch_locked(const SchedQueueFetch *f, QueueBuffer *b, bool *exhausted)
+fetch_locked(QueueScan *q, const SchedQueueFetch *f, QueueBuffer *b, bool *exhausted)
 {
 	int			i;
 
 	sched_queue_held_collect();
-	b->count = sched_queue_fetch(f, b->rows);
+	b->count = sched_queue_fetch(f, b->rows, &q->stopped);
 	sched_queue_held_release();
 	b->next = 0;
-	if (b->count < f->limit)
+	if (b->count < f->limit && !q->stopped)
 		*exhausted = true;
 	for (i = 0; i < b->count; i++)
 		sched_queue_held_publish(b->rows[i].request_id);
@@ -574,7 +580,7 @@ fetch_starving_locked(QueueScan *q)
 	f.tenant = q->tenant;
 	f.queued_at = q->starving_queued_at;
 	f.request_id = q->starving_queued_at == DT_NOBEGIN ? PG_INT64_MIN : q->starving_request_id;
-	if ((last = fetch_locked(&f, &q->starving, &q->starving_exhausted)) != NULL)
+	if ((last = fetch_locked(q, &f, &q->starving, &q->starving_exhausted)) != NULL)
 	{
 		q->starving_queued_at = last->queued_at;
 		q->starving_request_id = last->request_id;
@@ -594,7 +600,7 @@ fetch_tenant_locked(QueueScan *q, QueueTenant *t)
 	f.sort_key = t->sort_key;
 	f.queued_at = t->queued_at;
 	f.request_id = t->request_id;
-	if ((last = fetch_locked(&f, t->batch, &t->exhausted)) != NULL)
+	if ((last = fetch_locked(q, &f, t->batch, &t->exhausted)) != NULL)
 	{
 		t->sort_key = last->sort_key;
 		t->queued_at = last->queued_at;
@@ -719,8 +725,9 @@ tenant_before(const QueueTenant *a, const QueueTenant *b)
 
 /*
  * The next request in queue order (valid until the next call), or NULL when the queue
- * has no more ready requests.  *tenant is set to the request's tenant entry (NULL for a
- * starving request of a tenant not in the list).
+ * has no more ready requests, or (q->stopped) when before_lock ended a fetch: the
+ * caller decides, then asks again.  *tenant is set to the request's tenant entry (NULL
+ * for a starving request of a tenant not in the list).
  */
 static const SchedQueueRow *
 queue_next(QueueScan *q, QueueTenant **tenant)
@@ -741,6 +748,8 @@ queue_next(QueueScan *q, QueueTenant **tenant)
 		if (q->starving_exhausted)
 			break;
 		fetch_starving(q);
+		if (q->stopped)
+			return NULL;
 	}
 
 	for (;;)
@@ -762,6 +771,8 @@ queue_next(QueueScan *q, QueueTenant **tenant)
 		if (buffered(best) == 0)
 		{
 			fetch_tenant(q, best);
+			if (q->stopped)
+				return NULL;
 			continue;
 		}
 		*tenant = best;
@@ -905,19 +916,21 @@ typedef struct ShapeJudge
 	int			not_waiting;	/* judged shapes whose verdict is not WAITS */
 	/*
 	 * A call for more than SHAPES_MET_FIRST_MAX judges every shape with ready
-	 * requests before the scan.  A smaller call judges one shape with ready requests
-	 * first, then each shape as the scan meets it, until a shape waits for capacity;
-	 * from then on (judged_up_front) every shape with ready requests is judged, at
-	 * once, so that the scan leaves out all that wait and the call ends when none is
-	 * left.  Before that no shape is left out of the scan, so it never walks past
-	 * requests it will not try.  On a full fleet the first shape already waits, and
-	 * the call ends without locking or writing a request; a call that places what it
-	 * wants from shapes that fit never runs the statement of all shapes.
+	 * requests before the scan.  A smaller call judges each shape as the scan meets
+	 * it, on the version read, before the row is locked (shape_before_lock), until a
+	 * shape waits for capacity: that row is left unlocked, and from then on
+	 * (judged_up_front) every shape with ready requests is judged, at once, so that
+	 * the scan leaves out all that wait and the call ends when none is left.  Before
+	 * that no shape is left out of the scan, so it never walks past requests it will
+	 * not try.  On a full fleet the first shape met already waits, and the call ends
+	 * without locking or writing a request; a call that places what it wants from
+	 * shapes that fit never runs the statement of all shapes.
 	 */
 	bool		judged_up_front;
 	bool		all_known;		/* every shape with ready requests was judged up front */
 	SchedBatch *cache;
 	TimestampTz at;
+	QueueScan  *scan;			/* the call's */
 } ShapeJudge;
 
 /* Judges placement p on the call's fleet (kept current with the call's placements):
@@ -1003,11 +1016,10 @@ shape_entry(ShapeJudge *j, int64 shape, const SchedQueueRow *row,
 
 /*
  * Judges the shapes that have ready requests, from the highest id down: at most
- * SHAPES_JUDGED_FIRST of them (j->all_known tells whether that was all), or with
- * `first_only` only the first (a look that locks and writes nothing).
+ * SHAPES_JUDGED_FIRST of them (j->all_known tells whether that was all).
  */
 static void
-judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
+judge_ready_shapes(ShapeJudge *j, QueueScan *q)
 {
 	Datum		v[5];
 	char		n[5] = {' ', ' ', ' ', ' ', ' '};
@@ -1016,28 +1028,15 @@ judge_ready_shapes(ShapeJudge *j, QueueScan *q, bool first_only)
 	int			count;
 	int			i;
 
-	if (first_only && q->tenant == NULL)
-	{
-		/* the same row as ready_shapes_any_tenant's with $4 = 1, without a statement */
-		int64		shape;
-		SchedPlacementArgs placement;
-
-		if (sched_request_first_ready_shape(q->at, q->capability, &shape, &placement))
-			(void) shape_entry(j, shape, NULL, &placement, q);
-		return;
-	}
 	v[0] = TimestampTzGetDatum(q->at);
 	v[1] = text_or_null(q->capability, &n[1]);
 	v[2] = text_or_null(q->tenant, &n[2]);
-	v[3] = Int32GetDatum(first_only ? 1 : SHAPES_JUDGED_FIRST + 1);
+	v[3] = Int32GetDatum(SHAPES_JUDGED_FIRST + 1);
 	v[4] = Int32GetDatum(q->tenant == NULL ? 1 : SHAPE_TENANT_LOOKAHEAD);
 	sched_spi_exec(q->tenant == NULL ? &ready_shapes_any_tenant : &ready_shapes, v, n, false, 0,
 				   SPI_OK_SELECT);
-	if (!first_only)
-	{
-		j->judged_up_front = true;
-		j->all_known = SPI_processed <= SHAPES_JUDGED_FIRST;
-	}
+	j->judged_up_front = true;
+	j->all_known = SPI_processed <= SHAPES_JUDGED_FIRST;
 	count = (int) Min(SPI_processed, SHAPES_JUDGED_FIRST);
 	/* (decoded before the judging runs statements of its own) */
 	shapes = palloc(sizeof(int64) * Max(count, 1));
@@ -1071,6 +1070,27 @@ worth_trying(ShapeJudge *j, ShapeEntry *e, QueueScan *q)
 	if (e->verdict != SCHED_VERDICT_WAITS && e->judged_at < j->placements)
 		set_verdict(j, e, judge_placement(j, &e->args.p), q);
 	return e->verdict != SCHED_VERDICT_WAITS || !waiting_shapes_skipped();
+}
+
+/*
+ * Asked by the queue's fetch before it locks a row of `shape` (the version read in
+ * slot): whether it is worth trying, the shape judged now on that version when the call
+ * has not met it.  False ends the fetch with the row unlocked.
+ */
+static bool
+shape_before_lock(void *arg, Relation rel, TupleTableSlot *slot, int64 shape)
+{
+	ShapeJudge *j = arg;
+	ShapeEntry *e = hash_search(j->shapes, &shape, HASH_FIND, NULL);
+
+	if (e == NULL)
+	{
+		SchedPlacementArgs args;
+
+		sched_request_placement_of_slot(rel, slot, j->at, &args);
+		e = shape_entry(j, shape, NULL, &args, j->scan);
+	}
+	return worth_trying(j, e, j->scan);
 }
 
 /*
@@ -1132,7 +1152,11 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	judge.cache = cache;
 	judge.at = at;
-	judge_ready_shapes(&judge, &q, max_dispatches <= SHAPES_MET_FIRST_MAX);
+	judge.scan = &q;
+	q.before_lock = shape_before_lock;
+	q.before_lock_arg = &judge;
+	if (max_dispatches > SHAPES_MET_FIRST_MAX)
+		judge_ready_shapes(&judge, &q);
 
 	while (dispatched < max_dispatches && scanned < (int64) max_dispatches * 4 + 64 &&
 		   !every_shape_waits(&judge))
@@ -1149,13 +1173,18 @@ sched_dispatch_next_0_2(PG_FUNCTION_ARGS)
 		if (!judge.judged_up_front &&
 			hash_get_num_entries(judge.shapes) > judge.not_waiting)
 		{
-			judge_ready_shapes(&judge, &q, false);
+			judge_ready_shapes(&judge, &q);
 			if (every_shape_waits(&judge))
 				break;			/* nothing to scan for */
 		}
 		q.want = max_dispatches - dispatched;
 		if ((next = queue_next(&q, &t)) == NULL)
-			break;
+		{
+			if (!q.stopped)
+				break;
+			q.stopped = false;	/* a shape met waits: judged above, then scan on */
+			continue;
+		}
 		r = *next;
 		if (queue_limited(&q, r.concurrency_key, r.tenant))
 			continue;			/* its key or tenant is full: untried, unwritten */

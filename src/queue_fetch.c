@@ -224,7 +224,7 @@ row_of(TupleTableSlot *slot, const RequestColumns *c, SchedQueueRow *row)
 }
 
 int
-sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows)
+sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows, bool *stopped)
 {
 	Oid			nsp = get_namespace_oid("sched", false);
 	Oid			relid = get_relname_relid("request", nsp);
@@ -270,6 +270,7 @@ sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows)
 								ALLOCSET_SMALL_SIZES);
 	caller = MemoryContextSwitchTo(cxt);
 
+	*stopped = false;
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	scan = index_beginscan(rel, index, snapshot, 2, 0);
@@ -283,6 +284,21 @@ sched_queue_fetch(const SchedQueueFetch *f, SchedQueueRow *rows)
 		if (!qualifies(f, &c, slot) ||
 			sched_queue_held_elsewhere(DatumGetInt64(slot_getattr(slot, c.request_id, &isnull))))
 			continue;
+		if (f->before_lock != NULL)
+		{
+			bool		go_on;
+			Datum		d = slot_getattr(slot, c.shape, &isnull);
+
+			MemoryContextSwitchTo(caller);
+			go_on = f->before_lock(f->before_lock_arg, rel, slot,
+								   isnull ? 0 : DatumGetInt64(d));
+			MemoryContextSwitchTo(cxt);
+			if (!go_on)
+			{
+				*stopped = true;
+				break;
+			}
+		}
 		if (!sched_lock_skip_locked(rel, &tid, snapshot, locked, &newer))
 			continue;
 		/* a newer version than the one read: the recheck */

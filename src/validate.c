@@ -858,47 +858,14 @@ request_lock_in_c(int64 request_id, bool wait, TimestampTz at, SchedPlacementArg
 	return true;
 }
 
-bool
-sched_request_first_ready_shape(TimestampTz at, const char *capability, int64 *shape,
+void
+sched_request_placement_of_slot(Relation rel, TupleTableSlot *slot, TimestampTz at,
 								SchedPlacementArgs *out)
 {
-	SchedIndexScan s;
-	bool		found = false;
+	RowColumns	rc;
 
-	sched_index_scan_begin_fresh(&s, "request", "request_shape_idx", NULL, 0);
-	while (!found && sched_index_scan_prev(&s))
-	{
-		char	   *state = sched_slot_text(s.slot, s.rel, "state");
-		bool		isnull;
-		Datum		d;
-		RowColumns	rc;
-
-		/* READY(at) of queue.c, on the version the snapshot sees (a NULL compares false) */
-		d = slot_getattr(s.slot, sched_column_of(s.rel, "available_at"), &isnull);
-		if (isnull || DatumGetTimestampTz(d) > at)
-			continue;
-		if (strcmp(state, "PENDING") != 0)
-		{
-			if (strcmp(state, "CLAIMED") != 0)
-				continue;
-			d = slot_getattr(s.slot, sched_column_of(s.rel, "claimed_until"), &isnull);
-			if (isnull || DatumGetTimestampTz(d) > at)
-				continue;
-		}
-		if (capability != NULL &&
-			strcmp(sched_slot_text(s.slot, s.rel, "capability"), capability) != 0)
-			continue;
-		d = slot_getattr(s.slot, sched_column_of(s.rel, "shape"), &isnull);
-		if (isnull)
-			continue;
-		*shape = DatumGetInt64(d);
-		slot_request_columns(s.rel, s.slot, &rc);
-		placement_of_columns(&rc, RQ_CAPABILITY, 0, at, out);	/* (as the statement: no
-																 * spread key) */
-		found = true;
-	}
-	sched_index_scan_end(&s);
-	return found;
+	slot_request_columns(rel, slot, &rc);
+	placement_of_columns(&rc, RQ_CAPABILITY, RQ_SPREAD_KEY, at, out);
 }
 
 bool
