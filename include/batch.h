@@ -48,6 +48,12 @@ typedef struct SchedReservationWrite
 	int32		reserve_gpus;
 	int64		score;
 	pg_uuid_t	attempt_id;
+	/* the versions of the request, worker and node rows this transaction locked
+	 * (invalid: unknown): updated in place while still the ones held
+	 * (sched_row_lock_held), else found by key */
+	ItemPointerData request_tid;
+	ItemPointerData worker_tid;
+	ItemPointerData node_tid;
 } SchedReservationWrite;
 
 #define SCHED_BATCH_MAX 64

@@ -70,6 +70,15 @@ extern HeapTuple sched_row_lock(SchedRowWriter *w, const char *index, ScanKeyDat
 								int nkeys);
 
 /*
+ * sched_row_lock, without finding the row again when `held` (NULL, or invalid: unknown)
+ * is the version of it this transaction locked exclusively and has not changed since
+ * (sched_row_version_held), and that version has the keys: that version, the newest,
+ * as sched_row_lock would return it.
+ */
+extern HeapTuple sched_row_lock_held(SchedRowWriter *w, ItemPointer held, const char *index,
+									 ScanKeyData *keys, int nkeys);
+
+/*
  * UPDATE of the locked row oldtup (from sched_row_lock): columns names[0..n) set to
  * values/nulls, the rest kept; the table's NOT NULL and CHECK constraints enforced, the
  * fleet mirrors' change log told (fleet_changes), the new version written, and index

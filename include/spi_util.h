@@ -160,6 +160,16 @@ extern bool sched_lock_skip_locked(Relation rel, ItemPointer tid, Snapshot snaps
 								   TupleTableSlot *slot, bool *newer);
 
 /*
+ * A copy of the version of a row of rel at tid (its t_self tid) when this transaction
+ * holds it locked exclusively (FOR UPDATE, FOR NO KEY UPDATE) and has neither updated
+ * nor deleted it since: then it is the row's newest version, and stays so until this
+ * transaction changes it, since every other writer waits for the lock.  NULL otherwise
+ * (the caller finds and locks the row by its key).  Saves finding again a row this
+ * transaction locked a moment ago (the queue's fetch, a placement's pair lock).
+ */
+extern HeapTuple sched_row_version_held(Relation rel, ItemPointer tid);
+
+/*
  * The columns `names` of the row in slot (of rel) into values/nulls, copied into the
  * current memory context (a varlena flattened), so they outlive the slot's row.
  */

@@ -91,6 +91,8 @@ typedef struct SchedRequestRow
 	pg_uuid_t	held_worker_id;
 	TimestampTz held_until;
 	char	   *concurrency_key;	/* NULL: none (and at 0.1.0) */
+	ItemPointerData tid;		/* the version this transaction locked (invalid: read by a
+								 * statement, or not locked) */
 } SchedRequestRow;
 
 /* How a row is read: no lock, FOR UPDATE, or FOR UPDATE SKIP LOCKED. */

@@ -344,6 +344,9 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 	w.reserve_gpus = (int32) p->reserve_gpus;
 	w.score = scored.score;
 	w.attempt_id = res->attempt_id;
+	w.request_tid = req->tid;
+	w.worker_tid = row->worker_tid;
+	w.node_tid = row->node_tid;
 	if (cache != NULL && cache->defer)
 		sched_batch_defer(cache, &w);
 	else

@@ -203,7 +203,7 @@ request_dispatched(SchedRowWriter *w, const SchedReservationWrite *r, Datum *cke
 	Datum		tries;
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(r->request_id));
-	old = sched_row_lock(w, "request_pkey", &key, 1);
+	old = sched_row_lock_held(w, (ItemPointer) &r->request_tid, "request_pkey", &key, 1);
 	if (old == NULL)
 		elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " found no request row",
 			 r->request_id);
@@ -353,7 +353,8 @@ selected_milestone(SchedRowWriter *w, const SchedReservationWrite *r, TimestampT
 }
 
 /* One worker's or node's share of the reservations: how many, and what they reserve
- * (negative: released). */
+ * (negative: released).  Every reservation of one write locked the same version of its
+ * worker and node (nothing updates them before the write), first's tids among them. */
 typedef struct CounterSum
 {
 	const SchedReservationWrite *first;
@@ -363,9 +364,10 @@ typedef struct CounterSum
 	int64		gpus;
 } CounterSum;
 
-/* The worker's live_attempts moved by count; false when it has no row. */
+/* The worker's live_attempts moved by count; false when it has no row.  held: the
+ * version this transaction locked, or NULL (sched_row_lock_held). */
 static bool
-worker_counted(SchedRowWriter *w, const pg_uuid_t *worker_id, int64 count)
+worker_counted(SchedRowWriter *w, const pg_uuid_t *worker_id, ItemPointer held, int64 count)
 {
 	static const char *const names[] = {"live_attempts"};
 	ScanKeyData key;
@@ -375,7 +377,7 @@ worker_counted(SchedRowWriter *w, const pg_uuid_t *worker_id, int64 count)
 	Datum		live;
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(worker_id));
-	old = sched_row_lock(w, "worker_pkey", &key, 1);
+	old = sched_row_lock_held(w, held, "worker_pkey", &key, 1);
 	if (old == NULL)
 		return false;
 	live = heap_getattr(old, sched_column_of(w->rel, "live_attempts"), RelationGetDescr(w->rel),
@@ -385,9 +387,10 @@ worker_counted(SchedRowWriter *w, const pg_uuid_t *worker_id, int64 count)
 	return true;
 }
 
-/* The node's reservations and live_attempts moved by sum; false when it has no row. */
+/* The node's reservations and live_attempts moved by sum; false when it has no row.
+ * held: as worker_counted's. */
 static bool
-node_counted(SchedRowWriter *w, const char *node_id, const CounterSum *sum)
+node_counted(SchedRowWriter *w, const char *node_id, ItemPointer held, const CounterSum *sum)
 {
 	static const char *const names[] = {"reserved_cpu_millis", "reserved_memory_mb",
 	"reserved_gpus", "live_attempts"};
@@ -400,7 +403,7 @@ node_counted(SchedRowWriter *w, const char *node_id, const CounterSum *sum)
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(node_id));
 	key.sk_collation = C_COLLATION_OID; /* node_id's */
-	old = sched_row_lock(w, "node_pkey", &key, 1);
+	old = sched_row_lock_held(w, held, "node_pkey", &key, 1);
 	if (old == NULL)
 		return false;
 	for (k = 0; k < 4; k++)
@@ -542,12 +545,14 @@ sched_reservation_rows_write(const SchedReservationWrite *r, int n, TimestampTz 
 	sums = palloc(sizeof(CounterSum) * n);
 	nsums = sum_by(r, n, false, sums);
 	for (k = 0; k < nsums; k++)
-		if (!worker_counted(&w[W_WORKER], &sums[k].first->worker_id, sums[k].count))
+		if (!worker_counted(&w[W_WORKER], &sums[k].first->worker_id,
+							(ItemPointer) &sums[k].first->worker_tid, sums[k].count))
 			elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " found no worker row",
 				 sums[k].first->request_id);
 	nsums = sum_by(r, n, true, sums);
 	for (k = 0; k < nsums; k++)
-		if (!node_counted(&w[W_NODE], sums[k].first->node_id, &sums[k]))
+		if (!node_counted(&w[W_NODE], sums[k].first->node_id,
+						  (ItemPointer) &sums[k].first->node_tid, &sums[k]))
 			elog(ERROR, "pg_sched: reservation of request " INT64_FORMAT " found no node row",
 				 sums[k].first->request_id);
 
@@ -585,8 +590,8 @@ sched_counters_adjust_direct(const pg_uuid_t *worker_id, const char *node_id, in
 	sum.memory_mb = (int64) sign * reserve_memory_mb;
 	sum.gpus = (int64) sign * reserve_gpus;
 	/* the statement's order: the worker, then the node, either way */
-	(void) worker_counted(&w, worker_id, sign);
-	(void) node_counted(&nw, node_id, &sum);
+	(void) worker_counted(&w, worker_id, NULL, sign);
+	(void) node_counted(&nw, node_id, NULL, &sum);
 	close_alone(&w);
 	close_alone(&nw);
 	return true;

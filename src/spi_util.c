@@ -7,12 +7,15 @@
 #include "spi_util.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "storage/bufmgr.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -554,6 +557,35 @@ sched_lock_skip_locked(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTa
 				 (int) result, RelationGetRelationName(rel));
 	}
 	return false;				/* keep compiler quiet */
+}
+
+HeapTuple
+sched_row_version_held(Relation rel, ItemPointer tid)
+{
+	HeapTupleData tuple;
+	HeapTuple	copy = NULL;
+	Buffer		buf;
+
+	if (tid == NULL || !ItemPointerIsValid(tid))
+		return NULL;
+	tuple.t_self = *tid;
+	/* (a version this transaction locked is neither pruned nor its slot reused while
+	 * the lock holds; a tid from elsewhere may find any tuple, or none) */
+	if (heap_fetch(rel, SnapshotAny, &tuple, &buf, true))
+	{
+		uint16		infomask;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		infomask = tuple.t_data->t_infomask;
+		if (!(infomask & (HEAP_XMAX_INVALID | HEAP_XMAX_IS_MULTI)) &&
+			HEAP_XMAX_IS_LOCKED_ONLY(infomask) && HEAP_XMAX_IS_EXCL_LOCKED(infomask) &&
+			TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetRawXmax(tuple.t_data)))
+			copy = heap_copytuple(&tuple);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	return copy;
 }
 
 SchedRowLockResult

@@ -843,18 +843,25 @@ request_lock_in_c(int64 request_id, bool wait, TimestampTz at, SchedPlacementArg
 	ScanKeyData key;
 	RowColumns	rc;
 	bool		locked;
+	ItemPointerData tid;
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(request_id));
 	locked = sched_index_lock_row(&s, "request", "request_pkey", &key, 1, LockTupleExclusive,
 								  wait) == SCHED_ROW_LOCKED;
 	if (locked)
+	{
 		slot_request_columns(s.rel, s.slot, &rc);
+		tid = s.slot->tts_tid;
+	}
 	sched_index_scan_end(&s);
 	if (!locked)
 		return false;
 	placement_of_columns(&rc, RQ_CAPABILITY, RQ_SPREAD_KEY, at, out);
 	if (row != NULL)
+	{
 		request_row_of_columns(&rc, true, row);
+		row->tid = tid;
+	}
 	return true;
 }
 
@@ -874,45 +881,30 @@ sched_request_read_locked(ItemPointer tid, TimestampTz at, SchedPlacementArgs *o
 {
 	Oid			relid = get_relname_relid("request", get_namespace_oid("sched", false));
 	Relation	rel;
-	HeapTupleData tuple;
-	HeapTuple	copy = NULL;
-	Buffer		buf;
+	HeapTuple	held;
 
 	if (!OidIsValid(relid))
 		elog(ERROR, "pg_sched: sched.request is missing");
 	rel = table_open(relid, RowShareLock);
-	tuple.t_self = *tid;
-	if (heap_fetch(rel, SnapshotAny, &tuple, &buf, true))
-	{
-		uint16		infomask;
-
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		infomask = tuple.t_data->t_infomask;
-		/* FOR UPDATE by this transaction, and neither updated nor deleted since: the
-		 * newest version, which no other transaction can change before this one ends */
-		if (!(infomask & (HEAP_XMAX_INVALID | HEAP_XMAX_IS_MULTI)) &&
-			HEAP_XMAX_IS_LOCKED_ONLY(infomask) && HEAP_XMAX_IS_EXCL_LOCKED(infomask) &&
-			TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetRawXmax(tuple.t_data)))
-			copy = heap_copytuple(&tuple);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-	}
-	if (BufferIsValid(buf))
-		ReleaseBuffer(buf);
-	if (copy != NULL)
+	held = sched_row_version_held(rel, tid);
+	if (held != NULL)
 	{
 		TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel),
 														&TTSOpsHeapTuple);
 		RowColumns	rc;
 
-		ExecStoreHeapTuple(copy, slot, true);
+		ExecStoreHeapTuple(held, slot, true);
 		slot_request_columns(rel, slot, &rc);
 		placement_of_columns(&rc, RQ_CAPABILITY, RQ_SPREAD_KEY, at, out);
 		if (row != NULL)
+		{
 			request_row_of_columns(&rc, true, row);
+			row->tid = *tid;
+		}
 		ExecDropSingleTupleTableSlot(slot);
 	}
 	table_close(rel, NoLock);
-	return copy != NULL;
+	return held != NULL;
 }
 
 bool
