@@ -199,7 +199,14 @@ extern Datum sched_array_of(Datum *elems, int n, Oid type);
  */
 extern bool sched_in_subxact(bool (*fn) (void *arg), void *arg);
 
-/* The uuid of an array of 16 bytes, formatted. */
+/* The uuid of an array of 16 bytes, formatted as uuid_out formats it. */
 extern char *sched_uuid_out(const pg_uuid_t *u);
+
+/*
+ * A random (version 4) uuid, as gen_random_uuid makes it: its bytes from
+ * pg_strong_random, drawn 4 kB at a time into a buffer of this backend (the generator's
+ * cost per call is most of what a call of 16 bytes costs).
+ */
+extern void sched_uuid_random(pg_uuid_t *out);
 
 #endif							/* PG_SCHED_SPI_UTIL_H */

@@ -308,3 +308,16 @@ SELECT pg_temp.invariants() AS wrong_at_the_end;
 SET sched.direct_writes = 'sometimes';
 RESET sched.direct_writes;
 SHOW sched.direct_writes;
+
+-- the attempts' ids (and the claims'): random, version 4 and RFC 4122's variant, as
+-- gen_random_uuid makes them, each drawn once
+SELECT count(*) >= 20 AS enough, count(DISTINCT attempt_id) = count(*) AS all_distinct,
+       bool_and(attempt_id::text ~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$') AS version_4
+  FROM sched.attempt;
+BEGIN;
+SELECT count(DISTINCT claim_id) = 2 AS claims_distinct,
+       bool_and(claim_id::text ~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$') AS version_4
+  FROM (SELECT claim_id FROM sched.claim_requests(1, interval '1 minute', at => now())
+        UNION ALL
+        SELECT claim_id FROM sched.claim_requests(1, interval '1 minute', at => now())) c;
+ROLLBACK;

@@ -857,7 +857,7 @@ sched_claim_requests(PG_FUNCTION_ARGS)
 	until = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 													TimestampTzGetDatum(at),
 													IntervalPGetDatum(ttl)));
-	claim = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
+	sched_uuid_random(&claim);
 	PreventCommandIfReadOnly("claim_requests");	/* a standby, or a read-only transaction */
 
 	InitMaterializedSRF(fcinfo, 0);

@@ -327,7 +327,7 @@ reserve(const SchedRequestRow *req, const SchedPlacementArgs *args,
 
 	sched_score(p, &row->c, &scored);
 	sched_score_add_spread(&scored, spread_matches);
-	res->attempt_id = *DatumGetUUIDP(DirectFunctionCall1(gen_random_uuid, (Datum) 0));
+	sched_uuid_random(&res->attempt_id);
 	res->has_attempt = true;
 
 	w.request_id = req->request_id;

@@ -41,6 +41,8 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/datum.h"
@@ -171,20 +173,49 @@ next_of(const char *name)
 	return Int64GetDatum(nextval_internal(seq, false));
 }
 
+/* A key of an object being built, or a string value. */
+static void
+push_string(JsonbParseState **state, JsonbIteratorToken token, const char *s)
+{
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.val = (char *) s;
+	v.val.string.len = strlen(s);
+	(void) pushJsonbValue(state, token, &v);
+}
+
+/* A number value (numeric, as a JSON number's text becomes). */
+static void
+push_int64(JsonbParseState **state, int64 x)
+{
+	JsonbValue	v;
+
+	v.type = jbvNumeric;
+	v.val.numeric = int64_to_numeric(x);
+	(void) pushJsonbValue(state, WJB_VALUE, &v);
+}
+
 /* The milestone's detail: jsonb_build_object('node_id', node, 'worker_id', worker,
- * 'score', score, 'request_id', request), the same jsonb value. */
+ * 'score', score, 'request_id', request), the same jsonb value (built, not parsed from
+ * its text: the parse cost a tenth of the milestone's write). */
 static Datum
 milestone_detail(const SchedReservationWrite *r)
 {
-	StringInfoData buf;
+	JsonbParseState *state = NULL;
+	JsonbValue *object;
 
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"node_id\": ");
-	escape_json(&buf, r->node_id);
-	appendStringInfo(&buf, ", \"worker_id\": \"%s\", \"score\": " INT64_FORMAT
-					 ", \"request_id\": " INT64_FORMAT "}",
-					 sched_uuid_out(&r->worker_id), r->score, r->request_id);
-	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+	(void) pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+	push_string(&state, WJB_KEY, "node_id");
+	push_string(&state, WJB_VALUE, r->node_id);
+	push_string(&state, WJB_KEY, "worker_id");
+	push_string(&state, WJB_VALUE, sched_uuid_out(&r->worker_id));
+	push_string(&state, WJB_KEY, "score");
+	push_int64(&state, r->score);
+	push_string(&state, WJB_KEY, "request_id");
+	push_int64(&state, r->request_id);
+	object = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
+	return JsonbPGetDatum(JsonbValueToJsonb(object));
 }
 
 /* The request's DISPATCHED state; its concurrency_key and spread_key into *ckey, *skey

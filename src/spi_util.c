@@ -264,7 +264,46 @@ sched_datum_int64(Datum d, Oid typ, int col)
 char *
 sched_uuid_out(const pg_uuid_t *u)
 {
-	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(u)));
+	static const char hex[] = "0123456789abcdef";
+	char	   *s = palloc(2 * UUID_LEN + 5);
+	char	   *p = s;
+	int			i;
+
+	for (i = 0; i < UUID_LEN; i++)
+	{
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*p++ = '-';
+		*p++ = hex[u->data[i] >> 4];
+		*p++ = hex[u->data[i] & 0x0F];
+	}
+	*p = '\0';
+	return s;
+}
+
+#define RANDOM_POOL_BYTES 4096
+
+void
+sched_uuid_random(pg_uuid_t *out)
+{
+	static uint8 pool[RANDOM_POOL_BYTES];
+	static int	left = 0;		/* unused bytes at the end of pool */
+	uint8	   *next;
+
+	if (left < UUID_LEN)
+	{
+		if (!pg_strong_random(pool, sizeof(pool)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not generate random values")));
+		left = sizeof(pool);
+	}
+	next = pool + sizeof(pool) - left;
+	memcpy(out->data, next, UUID_LEN);
+	memset(next, 0, UUID_LEN);	/* handed out once */
+	left -= UUID_LEN;
+	/* version 4, variant RFC 4122 (gen_random_uuid's bits) */
+	out->data[6] = (out->data[6] & 0x0f) | 0x40;
+	out->data[8] = (out->data[8] & 0x3f) | 0x80;
 }
 
 Datum
