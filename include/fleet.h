@@ -95,16 +95,27 @@ extern void sched_fleet_merge(const SchedFleet *nodes, SchedFleet *capable, Sche
  * required labels matter; for scores, preferred ones too). */
 extern int	sched_fleet_flags_for(const SchedPlacement *p, bool for_eligibility_only);
 
+/* Where the newest versions of a pair's rows were seen a moment ago (invalid: unknown):
+ * where sched_fleet_lock_pair looks first, instead of the rows' primary keys. */
+typedef struct SchedPairHint
+{
+	ItemPointerData worker_tid;
+	ItemPointerData node_tid;
+} SchedPairHint;
+
 /*
  * Locks worker `worker_id` and its node (FOR UPDATE OF both; with skip_locked, SKIP
  * LOCKED) and reads them fresh.  Returns false when the rows are locked by another
- * transaction (skip_locked) or the worker no longer exists.
+ * transaction (skip_locked) or the worker no longer exists.  hint: NULL, or where the
+ * rows' newest versions were seen (sched_fleet_pair_locker).
  */
-extern bool sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row);
+extern bool sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked,
+								  const SchedPairHint *hint, SchedFleetRow *row);
 
 /* Another in-progress transaction holding the worker or node row of `row` (as read),
- * or InvalidTransactionId.  Takes no lock. */
-extern TransactionId sched_fleet_pair_locker(const SchedFleetRow *row);
+ * or InvalidTransactionId.  Takes no lock.  hint (unless NULL): where the walk found
+ * the rows' newest versions, when no other transaction holds them. */
+extern TransactionId sched_fleet_pair_locker(const SchedFleetRow *row, SchedPairHint *hint);
 
 /* Admitted pairs of the fleet that are not busy, scored, in fleet order, into out
  * (fleet->count room); returns how many. */

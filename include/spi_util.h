@@ -148,6 +148,24 @@ extern SchedRowLockResult sched_lock_row_by_key(Relation rel, Relation index,
 												Snapshot given, Snapshot *kept);
 
 /*
+ * sched_index_lock_row, looking first at `hint` (NULL, or invalid: none), where the
+ * row's newest version was seen a moment ago in this transaction, while it held a lock
+ * on the table: when the tuple there has the keys, it is locked from there, the update
+ * chain followed to the newest version (READ COMMITTED only); otherwise, or when that
+ * version turns out deleted, invisible or changed by this transaction, the row is found
+ * by the index.  Saves the index's descent when the hint is right.
+ */
+extern SchedRowLockResult sched_index_lock_row_hinted(SchedIndexScan *s, const char *table,
+													  const char *index, ScanKeyData *keys,
+													  int nkeys, LockTupleMode mode,
+													  bool wait, ItemPointer hint);
+
+/* Whether heap tuple tup (of rel) has the values of the equality keys on index's columns
+ * (false when a key is on an expression). */
+extern bool sched_tuple_has_keys(Relation rel, Relation index, HeapTuple tup,
+								 ScanKeyData *keys, int nkeys);
+
+/*
  * What LockRows does with a row under FOR UPDATE SKIP LOCKED, for a walk in C (the
  * queue's fetch, a worker's delivery): the row at tid (read with snapshot) locked
  * LockTupleExclusive into slot, its newest version under READ COMMITTED (*newer: not the

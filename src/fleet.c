@@ -336,10 +336,13 @@ other_locker(TransactionId xmax, uint16 infomask)
  * that version to the newest one (the fleet may be the mirror's or a batch's, older
  * than the rows: a lock taken on a newer version is on that version only).  Unknown
  * (a version pruned away, a chain longer than ROW_VERSIONS_FOLLOWED) is
- * InvalidTransactionId: the caller's skip-locked lock then finds out.
+ * InvalidTransactionId: the caller's skip-locked lock then finds out.  *newest is set to
+ * the version the walk ended at when no other transaction holds the row and that
+ * version is the newest (neither updated nor deleted by a transaction that committed or
+ * is running), else invalid: a hint for sched_index_lock_row_hinted.
  */
 static TransactionId
-row_locker(const char *relname, ItemPointer tid)
+row_locker(const char *relname, ItemPointer tid, ItemPointer newest)
 {
 	Oid			relid = get_relname_relid(relname, get_namespace_oid("sched", false));
 	Relation	rel;
@@ -347,6 +350,7 @@ row_locker(const char *relname, ItemPointer tid)
 	TransactionId result = InvalidTransactionId;
 	int			hops;
 
+	ItemPointerSetInvalid(newest);
 	if (!ItemPointerIsValid(tid))
 		return InvalidTransactionId;
 	rel = table_open(relid, AccessShareLock);
@@ -374,29 +378,47 @@ row_locker(const char *relname, ItemPointer tid)
 		ReleaseBuffer(buf);
 
 		if (infomask & HEAP_XMAX_INVALID)
-			break;				/* the newest version, neither locked nor updated */
+		{
+			*newest = at;		/* the newest version, neither locked nor updated */
+			break;
+		}
 		result = other_locker(xmax, infomask);
 		if (TransactionIdIsValid(result))
 			break;
 		/* no other transaction holds it: the newest version, unless an update ended */
-		if (HEAP_XMAX_IS_LOCKED_ONLY(infomask) || ItemPointerEquals(&next, &at))
+		if (HEAP_XMAX_IS_LOCKED_ONLY(infomask))
+		{
+			*newest = at;
 			break;
+		}
+		if (ItemPointerEquals(&next, &at))
+			break;				/* deleted */
 		if (!(infomask & HEAP_XMAX_IS_MULTI) && !TransactionIdIsCurrentTransactionId(xmax) &&
 			!TransactionIdDidCommit(xmax))
-			break;				/* the update was rolled back: this version is the newest */
+		{
+			*newest = at;		/* the update was rolled back: this version is the newest */
+			break;
+		}
 		at = next;
 	}
-	table_close(rel, AccessShareLock);
+	/* (the lock stays: a version seen here stays in the table until this transaction
+	 * ends, so sched_fleet_lock_pair may read it by its tid) */
+	table_close(rel, NoLock);
 	return result;
 }
 
 TransactionId
-sched_fleet_pair_locker(const SchedFleetRow *row)
+sched_fleet_pair_locker(const SchedFleetRow *row, SchedPairHint *hint)
 {
-	TransactionId xid = row_locker("worker", (ItemPointer) &row->worker_tid);
+	SchedPairHint unused;
+	TransactionId xid;
 
+	if (hint == NULL)
+		hint = &unused;
+	ItemPointerSetInvalid(&hint->node_tid);
+	xid = row_locker("worker", (ItemPointer) &row->worker_tid, &hint->worker_tid);
 	if (!TransactionIdIsValid(xid))
-		xid = row_locker("node", (ItemPointer) &row->node_tid);
+		xid = row_locker("node", (ItemPointer) &row->node_tid, &hint->node_tid);
 	return xid;
 }
 
@@ -414,7 +436,8 @@ put_column(Relation rel, TupleTableSlot *slot, const char *name, int k, Datum *v
  * (sched_index_lock_row), the two locked in the order the statement locked them.
  */
 bool
-sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row)
+sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, const SchedPairHint *hint,
+					  SchedFleetRow *row)
 {
 	SchedIndexScan ws;
 	SchedIndexScan ns;
@@ -429,15 +452,19 @@ sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, SchedFleetRow *row
 	bool		locked = false;
 
 	ScanKeyInit(&wkey, 1, BTEqualStrategyNumber, F_UUID_EQ, UUIDPGetDatum(worker_id));
-	if (sched_index_lock_row(&ws, "worker", "worker_pkey", &wkey, 1, LockTupleExclusive,
-							 !skip_locked) == SCHED_ROW_LOCKED)
+	if (sched_index_lock_row_hinted(&ws, "worker", "worker_pkey", &wkey, 1, LockTupleExclusive,
+									!skip_locked,
+									hint == NULL ? NULL : (ItemPointer) &hint->worker_tid) ==
+		SCHED_ROW_LOCKED)
 	{
 		node_id = slot_getattr(ws.slot, sched_column_of(ws.rel, "node_id"), &isnull);
 		ScanKeyInit(&nkey, 1, BTEqualStrategyNumber, F_TEXTEQ, node_id);
 		nkey.sk_collation = C_COLLATION_OID;	/* node_id's */
 		if (!isnull &&
-			sched_index_lock_row(&ns, "node", "node_pkey", &nkey, 1, LockTupleExclusive,
-								 !skip_locked) == SCHED_ROW_LOCKED)
+			sched_index_lock_row_hinted(&ns, "node", "node_pkey", &nkey, 1, LockTupleExclusive,
+										!skip_locked,
+										hint == NULL ? NULL : (ItemPointer) &hint->node_tid) ==
+			SCHED_ROW_LOCKED)
 		{
 			memset(n, 0, sizeof(n));
 			put_column(ns.rel, ns.slot, "node_id", FC_NODE_ID, v, n);

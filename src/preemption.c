@@ -129,7 +129,7 @@ take_room(void *arg)
 		t->vrequests[t->nv++] = Int64GetDatum(x->request_id);
 	}
 	/* the room, on the row as it now is (this transaction's releases included) */
-	if (!sched_fleet_lock_pair(&t->row->worker_id, true, &t->fresh) ||
+	if (!sched_fleet_lock_pair(&t->row->worker_id, true, NULL, &t->fresh) ||
 		t->fresh.generation != t->row->generation ||
 		sched_admission(p, &t->fresh.c) != 0)
 		return false;
@@ -306,7 +306,7 @@ sched_release_hold(const SchedRequestRow *req, const SchedPlacementArgs *args)
 
 	if (req->held_node_id == NULL)
 		return true;
-	if (!sched_fleet_lock_pair((pg_uuid_t *) &req->held_worker_id, true, &row))
+	if (!sched_fleet_lock_pair((pg_uuid_t *) &req->held_worker_id, true, NULL, &row))
 		return false;
 	sched_release_hold_reservation(req->request_id, &req->held_worker_id, req->held_node_id,
 								   (int32) args->p.reserve_cpu_millis, args->p.reserve_memory_mb,

@@ -384,12 +384,13 @@ lock_and_recheck_pair(const SchedPlacementArgs *args, const SchedFleetRow *seen,
 {
 	pg_uuid_t	worker_id = seen->worker_id;
 	int64		seen_generation = seen->generation;
+	SchedPairHint hint;
 
 	*locked = false;
-	*locker = sched_fleet_pair_locker(seen);
+	*locker = sched_fleet_pair_locker(seen, &hint);
 	if (TransactionIdIsValid(*locker))
 		return false;
-	*locked = sched_fleet_lock_pair(&worker_id, true, fresh);
+	*locked = sched_fleet_lock_pair(&worker_id, true, &hint, fresh);
 	if (!*locked)
 		return false;			/* locked since the check; it may hold the worker row */
 	note_dispatch_lock();

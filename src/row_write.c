@@ -205,29 +205,6 @@ sched_row_lock(SchedRowWriter *w, const char *index, ScanKeyData *keys, int nkey
 	return tup;
 }
 
-/* Whether tup has the values of the equality keys on index's columns. */
-static bool
-tuple_has_keys(SchedRowWriter *w, Relation index, HeapTuple tup, ScanKeyData *keys, int nkeys)
-{
-	TupleDesc	desc = RelationGetDescr(w->rel);
-	int			k;
-
-	for (k = 0; k < nkeys; k++)
-	{
-		AttrNumber	att = index->rd_index->indkey.values[keys[k].sk_attno - 1];
-		bool		isnull;
-		Datum		d;
-
-		if (att == InvalidAttrNumber)
-			return false;		/* an expression: not compared here */
-		d = heap_getattr(tup, att, desc, &isnull);
-		if (isnull || !DatumGetBool(FunctionCall2Coll(&keys[k].sk_func, keys[k].sk_collation,
-													  d, keys[k].sk_argument)))
-			return false;
-	}
-	return true;
-}
-
 HeapTuple
 sched_row_lock_held(SchedRowWriter *w, ItemPointer held, const char *index, ScanKeyData *keys,
 					int nkeys)
@@ -236,7 +213,7 @@ sched_row_lock_held(SchedRowWriter *w, ItemPointer held, const char *index, Scan
 
 	if (tup != NULL)
 	{
-		if (tuple_has_keys(w, sched_row_writer_index(w, index), tup, keys, nkeys))
+		if (sched_tuple_has_keys(w->rel, sched_row_writer_index(w, index), tup, keys, nkeys))
 			return tup;
 		heap_freetuple(tup);
 	}

@@ -627,6 +627,91 @@ sched_row_version_held(Relation rel, ItemPointer tid)
 	return copy;
 }
 
+bool
+sched_tuple_has_keys(Relation rel, Relation index, HeapTuple tup, ScanKeyData *keys, int nkeys)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			k;
+
+	for (k = 0; k < nkeys; k++)
+	{
+		AttrNumber	att = index->rd_index->indkey.values[keys[k].sk_attno - 1];
+		bool		isnull;
+		Datum		d;
+
+		if (att == InvalidAttrNumber)
+			return false;		/* an expression: not compared here */
+		d = heap_getattr(tup, att, desc, &isnull);
+		if (isnull || !DatumGetBool(FunctionCall2Coll(&keys[k].sk_func, keys[k].sk_collation,
+													  d, keys[k].sk_argument)))
+			return false;
+	}
+	return true;
+}
+
+/* The hinted lock of sched_index_lock_row_hinted; SCHED_ROW_GONE: look it up by key. */
+static SchedRowLockResult
+lock_row_at(SchedIndexScan *s, ScanKeyData *keys, int nkeys, LockTupleMode mode, bool wait,
+			ItemPointer hint)
+{
+	HeapTupleData tuple;
+	Buffer		buf;
+	ItemPointerData tid = *hint;
+	TM_FailureData tmfd;
+	TM_Result	result;
+
+	/* (the block is there: the caller saw the hint under a lock on the table it still
+	 * holds, which no truncation gets past; heap_fetch checks the line pointer) */
+	tuple.t_self = tid;
+	if (!heap_fetch(s->rel, SnapshotAny, &tuple, &buf, true))
+	{
+		if (BufferIsValid(buf))
+			ReleaseBuffer(buf);
+		return SCHED_ROW_GONE;
+	}
+	/* the key columns, read under the pin (a pinned page is not pruned, and a tuple's
+	 * data is never changed in place) */
+	if (!sched_tuple_has_keys(s->rel, s->index, &tuple, keys, nkeys))
+	{
+		ReleaseBuffer(buf);
+		return SCHED_ROW_GONE;
+	}
+	/* as sched_lock_row_by_key: this transaction's writes made visible first */
+	CommandCounterIncrement();
+	s->own_snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	result = table_tuple_lock(s->rel, &tid, s->own_snapshot, s->slot, GetCurrentCommandId(true),
+							  mode, wait ? LockWaitBlock : LockWaitSkip,
+							  TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &tmfd);
+	ReleaseBuffer(buf);			/* (held through the lock: the hint's slot stays) */
+	if (result == TM_Ok)
+		return SCHED_ROW_LOCKED;
+	if (result == TM_WouldBlock)
+		return SCHED_ROW_BUSY;
+	/* deleted (the key may be in a row inserted since), invisible, or changed by this
+	 * command: by the index, as without a hint */
+	ExecClearTuple(s->slot);
+	UnregisterSnapshot(s->own_snapshot);
+	s->own_snapshot = NULL;
+	return SCHED_ROW_GONE;
+}
+
+SchedRowLockResult
+sched_index_lock_row_hinted(SchedIndexScan *s, const char *table, const char *index,
+							ScanKeyData *keys, int nkeys, LockTupleMode mode, bool wait,
+							ItemPointer hint)
+{
+	SchedRowLockResult r;
+
+	if (hint == NULL || !ItemPointerIsValid(hint) || IsolationUsesXactSnapshot())
+		return sched_index_lock_row(s, table, index, keys, nkeys, mode, wait);
+	index_scan_open(s, table, index, InvalidSnapshot, keys, 0, RowShareLock);
+	r = lock_row_at(s, keys, nkeys, mode, wait, hint);
+	if (r != SCHED_ROW_GONE)
+		return r;
+	return sched_lock_row_by_key(s->rel, s->index, s->slot, keys, nkeys, mode, wait,
+								 InvalidSnapshot, &s->own_snapshot);
+}
+
 SchedRowLockResult
 sched_index_lock_row(SchedIndexScan *s, const char *table, const char *index,
 					 ScanKeyData *keys, int nkeys, LockTupleMode mode, bool wait)

@@ -22,7 +22,11 @@ CREATE TABLE sched.node (
     live_attempts       int NOT NULL DEFAULT 0,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now()
-);
+)
+/* every placement and every end updates its node's and worker's counters: room on
+ * each page for their new versions keeps those updates HOT (no index entries), also
+ * on pages filled when the fleet grew */
+WITH (fillfactor = 80);
 COMMENT ON TABLE sched.node IS 'Worker nodes: static capacity, trusted labels, weight, and live reservations.';
 
 CREATE TABLE sched.worker (
@@ -44,7 +48,8 @@ CREATE TABLE sched.worker (
     -- owned by no role until it registers again.
     registered_by       regrole,
     CONSTRAINT worker_one_per_node_and_capability UNIQUE (node_id, capability)
-);
+)
+WITH (fillfactor = 80);			-- (as sched.node's)
 COMMENT ON TABLE sched.worker IS 'Workers: one per (node, capability); slots, session generation, heartbeat.';
 -- selection reads only the workers of the requested capability
 CREATE INDEX worker_capability_idx ON sched.worker (capability, node_id);

@@ -239,7 +239,8 @@ CREATE TABLE sched.tenant_live (
     memory_mb  bigint NOT NULL DEFAULT 0,
     gpus       bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant, backend)
-);
+)
+WITH (fillfactor = 80);			-- (updated at every placement and end: see sched.node)
 COMMENT ON TABLE sched.tenant_live IS 'Live attempts per tenant and what they reserve, summed by trigger over sched.attempt in one row per backend slot; sum(live) per tenant is its live attempts.';
 
 CREATE SEQUENCE sched.command_id_seq;

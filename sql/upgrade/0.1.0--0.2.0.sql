@@ -138,6 +138,11 @@ SET search_path = pg_catalog, pg_temp;
 -- ---------------------------------------------------------------------------------
 
 ALTER TABLE sched.worker ADD COLUMN registered_by regrole;
+/* room on each page for the counters' updates to stay HOT (sql/install/10_fleet.sql);
+ * pages already full get it as they are rewritten */
+ALTER TABLE sched.node SET (fillfactor = 80);
+ALTER TABLE sched.worker SET (fillfactor = 80);
+ALTER TABLE sched.tenant_live SET (fillfactor = 80);
 ALTER TABLE sched.tenant ADD COLUMN owner regrole;
 COMMENT ON TABLE sched.tenant IS 'Tenants: fair-share weight (a tenant not listed has weight 1) and owner (not listed or NULL: none).';
 
