@@ -12,19 +12,15 @@
 #include "spi_util.h"
 #include "settings.h"
 
-#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
-#include "access/tableam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
-#include "storage/bufmgr.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
@@ -829,6 +825,23 @@ slot_request_columns(Relation rel, TupleTableSlot *slot, RowColumns *rc)
 	}
 }
 
+/* The request in slot (a version of sched.request at tid) as sched_request_load gives
+ * it: its placement into *out, its row into *row unless NULL. */
+static void
+request_of_slot(Relation rel, TupleTableSlot *slot, ItemPointer tid, TimestampTz at,
+				SchedPlacementArgs *out, SchedRequestRow *row)
+{
+	RowColumns	rc;
+
+	slot_request_columns(rel, slot, &rc);
+	placement_of_columns(&rc, RQ_CAPABILITY, RQ_SPREAD_KEY, at, out);
+	if (row != NULL)
+	{
+		request_row_of_columns(&rc, true, row);
+		row->tid = *tid;
+	}
+}
+
 /*
  * sched_request_load's locks at 0.2.0, in C (as the fleet's pair lock: no statement per
  * dispatch): what REQUEST_COLUMNS_0_2 FOR UPDATE OF r [SKIP LOCKED] does, through
@@ -841,38 +854,22 @@ request_lock_in_c(int64 request_id, bool wait, TimestampTz at, SchedPlacementArg
 {
 	SchedIndexScan s;
 	ScanKeyData key;
-	RowColumns	rc;
 	bool		locked;
-	ItemPointerData tid;
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(request_id));
 	locked = sched_index_lock_row(&s, "request", "request_pkey", &key, 1, LockTupleExclusive,
 								  wait) == SCHED_ROW_LOCKED;
 	if (locked)
-	{
-		slot_request_columns(s.rel, s.slot, &rc);
-		tid = s.slot->tts_tid;
-	}
+		request_of_slot(s.rel, s.slot, &s.slot->tts_tid, at, out, row);
 	sched_index_scan_end(&s);
-	if (!locked)
-		return false;
-	placement_of_columns(&rc, RQ_CAPABILITY, RQ_SPREAD_KEY, at, out);
-	if (row != NULL)
-	{
-		request_row_of_columns(&rc, true, row);
-		row->tid = tid;
-	}
-	return true;
+	return locked;
 }
 
 void
 sched_request_placement_of_slot(Relation rel, TupleTableSlot *slot, TimestampTz at,
 								SchedPlacementArgs *out)
 {
-	RowColumns	rc;
-
-	slot_request_columns(rel, slot, &rc);
-	placement_of_columns(&rc, RQ_CAPABILITY, RQ_SPREAD_KEY, at, out);
+	request_of_slot(rel, slot, &slot->tts_tid, at, out, NULL);
 }
 
 bool
@@ -891,16 +888,9 @@ sched_request_read_locked(ItemPointer tid, TimestampTz at, SchedPlacementArgs *o
 	{
 		TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel),
 														&TTSOpsHeapTuple);
-		RowColumns	rc;
 
 		ExecStoreHeapTuple(held, slot, true);
-		slot_request_columns(rel, slot, &rc);
-		placement_of_columns(&rc, RQ_CAPABILITY, RQ_SPREAD_KEY, at, out);
-		if (row != NULL)
-		{
-			request_row_of_columns(&rc, true, row);
-			row->tid = *tid;
-		}
+		request_of_slot(rel, slot, tid, at, out, row);
 		ExecDropSingleTupleTableSlot(slot);
 	}
 	table_close(rel, NoLock);
