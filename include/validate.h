@@ -134,7 +134,8 @@ extern bool sched_request_load(int64 request_id, SchedRowLock lock, TimestampTz 
  * The request at `tid` as sched_request_load reads it with a lock, when that version is
  * one this transaction locked FOR UPDATE (queue_fetch.c) and has neither updated nor
  * deleted since: the newest version, which stays so until the transaction ends.  False
- * otherwise (the caller then reads or locks the request by its key).  Saves finding and
+ * otherwise, and for tid NULL or invalid (the caller then reads or locks the request by
+ * its key).  Saves finding and
  * locking again a row the queue scan of the same call locked.
  */
 extern bool sched_request_read_locked(ItemPointer tid, TimestampTz at, SchedPlacementArgs *out,

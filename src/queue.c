@@ -999,8 +999,7 @@ shape_entry(ShapeJudge *j, int64 shape, const SchedQueueRow *row,
 	{
 		if (args != NULL)
 			e->args = *args;
-		else if (!(ItemPointerIsValid(&row->tid) &&
-				   sched_request_read_locked((ItemPointer) &row->tid, j->at, &e->args, NULL)) &&
+		else if (!sched_request_read_locked((ItemPointer) &row->tid, j->at, &e->args, NULL) &&
 				 !sched_request_load(row->request_id, SCHED_LOCK_NONE, j->at, &e->args, NULL))
 		{
 			/* gone since the scan read it: nothing to judge by */

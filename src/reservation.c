@@ -1204,8 +1204,7 @@ sched_dispatch_request(int64 request_id, const SchedStepKey *key, const ItemPoin
 	/* 1. the step's advisory lock; 2. the request row (unless the caller's scan holds
 	 * its newest version locked already) */
 	if (!lock_step(&step_id, attempt_number, may_wait) ||
-		(!(locked != NULL && ItemPointerIsValid(locked) &&
-		   sched_request_read_locked((ItemPointer) locked, at, &args, &req)) &&
+		(!sched_request_read_locked((ItemPointer) locked, at, &args, &req) &&
 		 !sched_request_load(request_id, may_wait ? SCHED_LOCK_WAIT : SCHED_LOCK_SKIP,
 							 at, &args, &req)))
 		return busy(from_queue, res);

@@ -876,10 +876,13 @@ bool
 sched_request_read_locked(ItemPointer tid, TimestampTz at, SchedPlacementArgs *out,
 						  SchedRequestRow *row)
 {
-	Oid			relid = get_relname_relid("request", get_namespace_oid("sched", false));
+	Oid			relid;
 	Relation	rel;
 	HeapTuple	held;
 
+	if (tid == NULL || !ItemPointerIsValid(tid))
+		return false;			/* no version known: the caller reads by key */
+	relid = get_relname_relid("request", get_namespace_oid("sched", false));
 	if (!OidIsValid(relid))
 		elog(ERROR, "pg_sched: sched.request is missing");
 	rel = table_open(relid, RowShareLock);
