@@ -374,7 +374,6 @@ static void
 abandon_wait(void)
 {
 	int			procno;
-
 	TimestampTz now;
 
 	if (!queued)
