@@ -397,16 +397,18 @@ if wants 2; then
                 plpgsql) script=w2_plpgsql.pgbench ;;
                 claim) script=w2_plain_claim.pgbench ;;
             esac
-            gate0=$(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out FROM sched._dispatch_gate()")
+            gate0=$(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out, handed FROM sched._dispatch_gate()")
             PGOPTIONS="$opts" pgb "w2_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T2" -D batch=$BATCH -D nodes="$FLEET" -f "$PGB_DIR/$script"
             if [ "$impl" = pg ]; then
                 # the dispatch gate (src/dispatch_gate.c): the share of turns that waited,
-                # and that waited sched.dispatch_wait_max in vain
-                read -r e0 w0 t0 <<<"$gate0"
-                read -r e1 w1 t1 < <(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out FROM sched._dispatch_gate()")
+                # that saw no turn given back for sched.dispatch_wait_max, and the turns
+                # handed to a waiter (sched.dispatch_handoff_after)
+                read -r e0 w0 t0 h0 <<<"$gate0"
+                read -r e1 w1 t1 h1 < <(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out, handed FROM sched._dispatch_gate()")
                 if [ -n "$e0" ] && [ $((e1 - e0)) -gt 0 ]; then
                     record "w2.gate_waited.c$c" "$(calc "($w1 - $w0) / ($e1 - $e0)")"
                     record "w2.gate_timed_out.c$c" "$(calc "($t1 - $t0) / ($e1 - $e0)")"
+                    record "w2.gate_handed.c$c" "$(calc "($h1 - $h0) / ($e1 - $e0)")"
                 fi
             fi
             if [ "$impl" = claim ]; then
@@ -898,7 +900,7 @@ if wants 2; then
     note "Workload 2, clients: $(for c in $W2_CLIENTS; do printf '%s: %s/s, ' "$c" "$(fmt "$(median "w2.pg.c$c")")"; done | sed 's/, $//'); the best of 1, 2 and 4 is $(fmt "$best")/s ($bestc clients); 8 clients get ${r8}x of it, 32 get ${r32}x (target >= 0.9x each: $(yesno ge "$r8" 0.9), $(yesno ge "$r32" 0.9))."
     note "Workload 2, without the dispatch gate (sched.dispatch_concurrency = 0), side by side: 8 clients $(fmt "$(median w2.pg_nogate.c8)")/s (the gate's figure is $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nogate.c8)")x it), 32 clients $(fmt "$(median w2.pg_nogate.c32)")/s ($(ratio "$(median w2.pg.c32)" "$(median w2.pg_nogate.c32)")x)."
     note "Workload 2, the gate's waiters left on the CPU the kernel woke them on (sched.dispatch_move_to_free_cpu = off), side by side: 8 clients $(fmt "$(median w2.pg_nomove.c8)")/s (with the move, as by default: $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nomove.c8)")x it)."
-    note "Workload 2, the dispatch gate (sched.dispatch_concurrency: at most that many placement calls at once, the others wait their turn): share of calls that waited for a turn $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_waited.c$c")" 2)"; done | sed 's/, $//'); that waited sched.dispatch_wait_max in vain and ran over the limit $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_timed_out.c$c")" 3)"; done | sed 's/, $//')."
+    note "Workload 2, the dispatch gate (sched.dispatch_concurrency: at most that many placement calls at once, the others wait their turn): share of calls that waited for a turn $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_waited.c$c")" 2)"; done | sed 's/, $//'); that saw no turn given back for sched.dispatch_wait_max and ran over the limit $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_timed_out.c$c")" 3)"; done | sed 's/, $//'); turns handed to a waiter that had waited sched.dispatch_handoff_after $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_handed.c$c")" 2)"; done | sed 's/, $//')."
 fi
 if wants 8; then
     kp=$(median w8.plain); kk=$(median w8.keyed); rt=$(ratio "$kk" "$kp")

@@ -9,6 +9,7 @@
 
 extern int	sched_dispatch_concurrency;
 extern int	sched_dispatch_wait_max_ms;
+extern int	sched_dispatch_handoff_after_ms;
 extern bool sched_dispatch_move_to_free_cpu;
 
 /* The gate's shared memory (shmem.c allocates it, when preloading). */
@@ -40,6 +41,8 @@ typedef struct SchedGateStats
 	int64		bypassed;		/* calls let through without a turn (an xid, an earlier
 								 * call of the transaction) */
 	int64		moved;			/* waiters that moved to the CPU their turn was freed on */
+	int64		handed;			/* turns handed to a waiter that had waited
+								 * sched.dispatch_handoff_after */
 } SchedGateStats;
 extern bool sched_dispatch_gate_get_stats(SchedGateStats *out);
 

@@ -670,7 +670,7 @@ sched_queue_fetch_stats(PG_FUNCTION_ARGS)
 }
 
 /* sched._dispatch_gate() → (concurrency, running, waiting, entered, waited, timed_out,
- * bypassed, moved): the dispatch gate now and since the server started (dispatch_gate.c);
+ * bypassed, moved, handed): the dispatch gate now and since the server started (dispatch_gate.c);
  * all NULL without preloading. */
 PG_FUNCTION_INFO_V1(sched_dispatch_gate);
 
@@ -678,8 +678,8 @@ Datum
 sched_dispatch_gate(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[8];
-	bool		nulls[8];
+	Datum		values[9];
+	bool		nulls[9];
 	SchedGateStats st;
 	bool		preloaded = sched_dispatch_gate_get_stats(&st);
 
@@ -694,6 +694,7 @@ sched_dispatch_gate(PG_FUNCTION_ARGS)
 	values[5] = Int64GetDatum(st.timed_out);
 	values[6] = Int64GetDatum(st.bypassed);
 	values[7] = Int64GetDatum(st.moved);
+	values[8] = Int64GetDatum(st.handed);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 

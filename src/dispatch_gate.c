@@ -14,26 +14,49 @@
  *
  * A call waits only where waiting cannot hold up a running call: its transaction has no
  * xid (so it holds no row lock) and has made no placement call before (so it holds no
- * step lock).  Anything else it may hold (an advisory or table lock of its own) is
- * bounded by sched.dispatch_wait_max: a call that waited that long runs without a turn
- * (over the limit), so the gate never stops progress, it only orders it.  A call inside
- * a transaction that already has an xid or made an earlier placement call runs at once
- * without a turn (counted as bypassed).
+ * step lock).  Anything else it may hold (an advisory or table lock of its own) could
+ * stop the calls that hold the turns: a waiter that sees no call give back a turn for
+ * sched.dispatch_wait_max runs without one (over the limit), so the gate never stops
+ * progress, it only orders it.  (Counted from the last turn given back, not from the
+ * start of the wait: with 32 sessions of 100 placements a call, a waiter's turn came
+ * after about a second of others' calls, and waits bounded from their start ran over the
+ * limit together, each holding up the others.)  A call inside a transaction that
+ * already has an xid or made an earlier placement call runs at once without a turn
+ * (counted as bypassed).
  *
- * Turns are not handed over: a call that leaves frees its turn and wakes the first
+ * A wait without a snapshot: a call runs under its statement's snapshot, whose xmin would
+ * hold back the removal of dead row versions for as long as it waits: with 32 sessions
+ * of dispatch_next(100), the waiters held the horizon about a second back, so that the
+ * node and worker rows' counter updates found their pages full of versions no one could
+ * see but none could remove (29% of them not HOT, against 11% with 2 sessions), and the
+ * queue's fetch walked the placed requests' entries.  When nothing will read with the
+ * snapshot again (snapshot_release.c: a call made directly by its statement, READ
+ * COMMITTED, no table read by the statement, no cursor), a waiter lets go of it while
+ * it sleeps, and once it has its turn, the call reads with a snapshot taken then (pushed
+ * for the call, popped when it leaves).
+ *
+ * Turns are not handed over while the first waiter has waited less than
+ * sched.dispatch_handoff_after: a call that leaves frees its turn and wakes the first
  * waiter, and whoever finds a turn free takes it, the woken waiter or a call just
  * arriving (which then goes first; the waiter sleeps on, still first in line).  A waiter
  * that takes a turn wakes the next one if another turn is still free.  (Handing the turn
  * to the first waiter, strictly first come first served, cost 8-20% of single
  * placements at 32 sessions: every call then slept and was woken, and a turn stayed idle
- * until its new holder got a core; side by side in bench/NOTES.md.)
+ * until its new holder got a core; side by side in bench/NOTES.md.)  Once the first
+ * waiter has waited that long, the gate hands turns over: a turn given back goes to the
+ * first waiter before it wakes (taken off the queue, counted as held), and an arriving
+ * call queues behind; until a waiter handed a turn had waited less, or none is left.  So
+ * a call that arrives just as turns are freed cannot keep a waiter from its turn for
+ * ever.
  *
  * Shared memory (only when preloaded): under one spinlock (held for a handful of
  * assignments or one shift of the queue; no error, no wait, no other lock inside), the
- * number of turns held, the waiting backends' pgprocnos in arrival order, the turns held
- * by the CPU each was taken on, and for each waiter the CPU its last waker freed.  Waiters
- * sleep on their own latches; a waiter that runs out of time, is cancelled or exits
- * takes itself off the queue (and passes a wake-up on if a turn is free).
+ * number of turns held, whether turns are handed over, when a turn was last given back,
+ * the waiting backends' pgprocnos in arrival order, the turns held by the CPU each was
+ * taken on, and for each waiter when it queued, whether a turn was handed to it, and the
+ * CPU its last waker freed.  Waiters sleep on their own latches; a waiter that runs out
+ * of time, is cancelled or exits takes itself off the queue, or gives back a turn handed
+ * to it (and passes a wake-up on if a turn is free).
  *
  * Turns are given back when the call ends, and also when the (sub)transaction that took
  * one aborts (an error inside the call: its internal subtransactions, deeper than the
@@ -61,6 +84,7 @@
 #endif
 
 #include "dispatch_gate.h"
+#include "snapshot_release.h"
 #include "xact_end.h"
 
 #include "access/transam.h"
@@ -74,11 +98,13 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 int			sched_dispatch_concurrency = -1;
 int			sched_dispatch_wait_max_ms = 1000;
+int			sched_dispatch_handoff_after_ms = 100;
 bool		sched_dispatch_move_to_free_cpu = true;
 
 /* CPUs the gate counts turns on (numbers at or above it are not counted) */
@@ -89,19 +115,26 @@ typedef struct DispatchGate
 	slock_t		mutex;
 	int			running;		/* turns held (more than the limit after waits that ran out) */
 	int			nwaiting;		/* queue[0 .. nwaiting - 1]: pgprocnos, in arrival order */
+	bool		handoff;		/* free turns go to the first waiter, not to arrivals */
+	TimestampTz last_freed;		/* when a call last gave back its turn */
 	pg_atomic_uint64 entered;
 	pg_atomic_uint64 waited;
 	pg_atomic_uint64 timed_out;
 	pg_atomic_uint64 bypassed;
 	pg_atomic_uint64 moved;		/* waiters that moved to the CPU of their turn */
+	pg_atomic_uint64 handed;	/* turns handed to a waiter */
 	int			turns_on_cpu[GATE_CPUS];	/* turns held, by the CPU taken on */
-	/* int queue[gate_procs()] follows, then int freed_cpu[gate_procs()] */
+	/* then, each of gate_procs() entries: TimestampTz queued_at[], int queue[], int
+	 * freed_cpu[], bool granted[] */
 } DispatchGate;
 
 static DispatchGate *gate = NULL;
 static int *gate_queue = NULL;
 static int *gate_freed_cpu = NULL;	/* by pgprocno: the CPU the turn was freed on by the
 									 * call that last woke that waiter (-1: none) */
+static TimestampTz *gate_queued_at = NULL;	/* by pgprocno: when that waiter queued */
+static bool *gate_granted = NULL;	/* by pgprocno: a turn was handed to that waiter (it
+									 * is off the queue, and counted in `running`) */
 
 /* this backend */
 static bool holding = false;	/* holds a turn */
@@ -111,6 +144,8 @@ static bool xact_called = false;	/* this transaction made a placement call */
 static bool exit_registered = false;
 static int	auto_limit = 0;
 static int	turn_cpu = -1;		/* the CPU this backend's turn is counted on (-1: none) */
+static Snapshot turn_snapshot = NULL;	/* pushed for the call after a wait without a
+										 * snapshot (popped when the call leaves) */
 
 static int
 gate_procs(void)
@@ -122,15 +157,19 @@ gate_procs(void)
 Size
 sched_dispatch_gate_shmem_size(void)
 {
-	return add_size(MAXALIGN(sizeof(DispatchGate)), mul_size(sizeof(int), mul_size(2, gate_procs())));
+	Size		per_proc = 2 * sizeof(int) + sizeof(TimestampTz) + sizeof(bool);
+
+	return add_size(MAXALIGN(sizeof(DispatchGate)), mul_size(per_proc, gate_procs()));
 }
 
 void
 sched_dispatch_gate_shmem_attach(void *ptr, bool found)
 {
 	gate = ptr;
-	gate_queue = (int *) ((char *) ptr + MAXALIGN(sizeof(DispatchGate)));
+	gate_queued_at = (TimestampTz *) ((char *) ptr + MAXALIGN(sizeof(DispatchGate)));
+	gate_queue = (int *) (gate_queued_at + gate_procs());
 	gate_freed_cpu = gate_queue + gate_procs();
+	gate_granted = (bool *) (gate_freed_cpu + gate_procs());
 	if (!found)
 	{
 		int			i;
@@ -138,14 +177,21 @@ sched_dispatch_gate_shmem_attach(void *ptr, bool found)
 		SpinLockInit(&gate->mutex);
 		gate->running = 0;
 		gate->nwaiting = 0;
+		gate->handoff = false;
+		gate->last_freed = 0;
 		pg_atomic_init_u64(&gate->entered, 0);
 		pg_atomic_init_u64(&gate->waited, 0);
 		pg_atomic_init_u64(&gate->timed_out, 0);
 		pg_atomic_init_u64(&gate->bypassed, 0);
 		pg_atomic_init_u64(&gate->moved, 0);
+		pg_atomic_init_u64(&gate->handed, 0);
 		memset(gate->turns_on_cpu, 0, sizeof(gate->turns_on_cpu));
 		for (i = 0; i < gate_procs(); i++)
+		{
 			gate_freed_cpu[i] = -1;
+			gate_queued_at[i] = 0;
+			gate_granted[i] = false;
+		}
 	}
 }
 
@@ -254,11 +300,47 @@ effective_limit(void)
 	return sched_dispatch_concurrency < 0 ? auto_limit_of_cpus() : sched_dispatch_concurrency;
 }
 
-/* The first waiter, to wake when a turn is free under `limit` (else -1).  Spinlock held. */
-static int
-next_to_wake_locked(int limit)
+/* Whether the first waiter (there is one) has waited sched.dispatch_handoff_after by
+ * `now`.  Spinlock held. */
+static bool
+head_starves_locked(TimestampTz now)
 {
-	return gate->nwaiting > 0 && gate->running < Max(limit, 1) ? gate_queue[0] : -1;
+	return sched_dispatch_handoff_after_ms >= 0 &&
+		now - gate_queued_at[gate_queue[0]] >= (int64) sched_dispatch_handoff_after_ms * 1000;
+}
+
+/*
+ * A turn may be free under `limit`: the first waiter, to wake for it (else -1).  In
+ * handoff mode (entered when the first waiter has waited sched.dispatch_handoff_after)
+ * the turn is that waiter's before it wakes: it is taken off the queue and counted in
+ * `running`, so that no arriving call can take it first; the mode ends when the waiter
+ * handed a turn had waited less, or none is left.  `cpu`: where the turn was freed (-1:
+ * not known), for the waiter to move to.  Spinlock held.
+ */
+static int
+next_turn_locked(int limit, TimestampTz now, int cpu)
+{
+	int			head;
+
+	if (gate->nwaiting == 0)
+	{
+		gate->handoff = false;
+		return -1;
+	}
+	if (gate->running >= Max(limit, 1))
+		return -1;
+	head = gate_queue[0];
+	if (gate->handoff || head_starves_locked(now))
+	{
+		gate->handoff = head_starves_locked(now) && gate->nwaiting > 1;
+		gate->nwaiting--;
+		memmove(gate_queue, gate_queue + 1, sizeof(int) * gate->nwaiting);
+		gate->running++;
+		gate_granted[head] = true;
+		pg_atomic_fetch_add_u64(&gate->handed, 1);
+	}
+	gate_freed_cpu[head] = cpu;
+	return head;
 }
 
 static void
@@ -292,63 +374,111 @@ static void
 abandon_wait(void)
 {
 	int			procno;
+	TimestampTz now;
 
 	if (!queued)
 		return;
 	queued = false;
+	now = GetCurrentTimestamp();
 	SpinLockAcquire(&gate->mutex);
-	withdraw_locked();
-	procno = next_to_wake_locked(effective_limit());
+	if (gate_granted[MyProc->pgprocno])
+	{
+		/* a turn handed over while this backend left: give it back */
+		gate_granted[MyProc->pgprocno] = false;
+		gate->running--;
+	}
+	else
+		withdraw_locked();
+	procno = next_turn_locked(effective_limit(), now, -1);
 	SpinLockRelease(&gate->mutex);
 	wake(procno);
 }
 
 /*
- * Waits on the queue (this backend is on it) until a turn is free, and takes it; or, at
- * sched.dispatch_wait_max, takes one over the limit.  An error (a cancel) takes this
- * backend off the queue.
+ * One look at the gate by a waiter (on the queue, or handed a turn): takes a turn handed
+ * over, or a free one this waiter may take (it is first, or the first has not waited
+ * long enough to be owed it), or, when `over`, one over the limit; passes on a turn
+ * still free (a free turn the first waiter is owed goes to it).  Returns whether it took
+ * one; sets *cur to the CPU it runs on and *target to the CPU its turn is counted on.
+ * (Not inlined: wait_for_turn's PG_TRY would have its locals clobbered.)
+ */
+static pg_noinline bool
+look_for_turn(int limit, TimestampTz now, bool over, int *cur, int *target)
+{
+	int			me = MyProc->pgprocno;
+	int			next;
+	bool		taken = false;
+
+	*cur = current_cpu();
+	SpinLockAcquire(&gate->mutex);
+	if (gate_granted[me])
+	{
+		gate_granted[me] = false;
+		taken = true;
+	}
+	else if (gate->running < limit &&
+			 (gate_queue[0] == me || (!gate->handoff && !head_starves_locked(now))))
+	{
+		withdraw_locked();
+		gate->running++;
+		taken = true;
+	}
+	else if (over)
+	{
+		withdraw_locked();
+		gate->running++;
+	}
+	if (taken || over)
+	{
+		*target = taken ? cpu_for_turn_locked(*cur) : *cur;
+		count_turn_locked(*target);
+		gate_freed_cpu[me] = -1;
+	}
+	next = next_turn_locked(limit, now, -1);
+	SpinLockRelease(&gate->mutex);
+	wake(next);
+	if (taken || over)
+	{
+		queued = false;
+		if (!taken)
+			pg_atomic_fetch_add_u64(&gate->timed_out, 1);
+	}
+	return taken || over;
+}
+
+/*
+ * Waits on the queue (this backend is on it) until a turn is free or handed to it, and
+ * takes it; or, at sched.dispatch_wait_max, takes one over the limit.  An error (a
+ * cancel) takes this backend off the queue (and gives back a turn handed to it).
  */
 static void
-wait_for_turn(int limit)
+wait_for_turn(int limit, bool let_go)
 {
-	TimestampTz deadline;
+	TimestampTz queued_at;
 	int			cur = -1;
 	int			target = -1;
 
 	pg_atomic_fetch_add_u64(&gate->waited, 1);
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), sched_dispatch_wait_max_ms);
+	queued_at = GetCurrentTimestamp();
 	PG_TRY();
 	{
 		for (;;)
 		{
-			long		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-			int			next = -1;
-			bool		over = ms <= 0;
-			bool		taken = false;
+			TimestampTz now = GetCurrentTimestamp();
+			TimestampTz freed;
+			long		ms;
 
-			/* a free turn, or the wait is over: take one (over the limit, then), and
-			 * wake the next waiter if a turn is still free */
-			cur = current_cpu();
+			/* the wait is over when no call gave back a turn for sched.dispatch_wait_max */
 			SpinLockAcquire(&gate->mutex);
-			if (gate->running < limit || over)
-			{
-				withdraw_locked();
-				taken = gate->running < limit;
-				gate->running++;
-				next = next_to_wake_locked(limit);
-				target = taken ? cpu_for_turn_locked(cur) : cur;
-				count_turn_locked(target);
-				gate_freed_cpu[MyProc->pgprocno] = -1;
-			}
+			freed = gate->last_freed;
 			SpinLockRelease(&gate->mutex);
-			if (taken || over)
-			{
-				queued = false;
-				wake(next);
-				if (!taken)
-					pg_atomic_fetch_add_u64(&gate->timed_out, 1);
+			ms = TimestampDifferenceMilliseconds(now,
+												 TimestampTzPlusMilliseconds(Max(queued_at, freed),
+																			 sched_dispatch_wait_max_ms));
+			if (look_for_turn(limit, now, ms <= 0, &cur, &target))
 				break;
-			}
+			if (let_go)
+				sched_snapshot_let_go();
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
 							 PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
@@ -384,7 +514,9 @@ sched_dispatch_gate_enter(void)
 {
 	int			limit = effective_limit();
 	bool		taken = false;
+	int			next = -1;
 	int			cpu;
+	TimestampTz now;
 
 	if (gate == NULL || limit <= 0 || holding || MyProc == NULL)
 		return false;
@@ -403,8 +535,10 @@ sched_dispatch_gate_enter(void)
 	}
 
 	cpu = current_cpu();
+	now = GetCurrentTimestamp();
 	SpinLockAcquire(&gate->mutex);
-	if (gate->running < limit)
+	if (gate->running < limit &&
+		(gate->nwaiting == 0 || (!gate->handoff && !head_starves_locked(now))))
 	{
 		gate->running++;
 		count_turn_locked(cpu);
@@ -414,36 +548,67 @@ sched_dispatch_gate_enter(void)
 	{
 		gate_queue[gate->nwaiting++] = MyProc->pgprocno;
 		gate_freed_cpu[MyProc->pgprocno] = -1;
+		gate_queued_at[MyProc->pgprocno] = now;
+		gate_granted[MyProc->pgprocno] = false;
 		queued = true;
+		/* a free turn the first waiter is owed */
+		next = next_turn_locked(limit, now, -1);
 	}
 	SpinLockRelease(&gate->mutex);
 
 	if (!taken)
-		wait_for_turn(limit);
+	{
+		/* a wait without a snapshot, when nothing reads with the statement's again */
+		bool		let_go = sched_snapshot_why_held("dispatch", NULL) == NULL;
+
+		wake(next);
+		wait_for_turn(limit, let_go);
+		if (let_go)
+		{
+			/* what the call reads, it reads with a snapshot taken now */
+			PushActiveSnapshot(GetTransactionSnapshot());
+			turn_snapshot = GetActiveSnapshot();
+		}
+	}
 	pg_atomic_fetch_add_u64(&gate->entered, 1);
 	holding = true;
 	holding_level = GetCurrentTransactionNestLevel();
 	return true;
 }
 
-void
-sched_dispatch_gate_leave(void)
+/* Gives back this backend's turn (if it holds one), waking the waiter it goes to. */
+static void
+give_back_turn(void)
 {
 	int			procno;
 	int			cpu;
+	TimestampTz now;
 
 	if (!holding || gate == NULL)
 		return;
 	holding = false;
 	cpu = current_cpu();
+	now = GetCurrentTimestamp();
 	SpinLockAcquire(&gate->mutex);
 	gate->running--;
+	gate->last_freed = now;
 	uncount_turn_locked();
-	procno = next_to_wake_locked(effective_limit());
-	if (procno >= 0)
-		gate_freed_cpu[procno] = cpu;	/* the waiter may move here (cpu_for_turn_locked) */
+	/* the waiter may move to this CPU (cpu_for_turn_locked) */
+	procno = next_turn_locked(effective_limit(), now, cpu);
 	SpinLockRelease(&gate->mutex);
 	wake(procno);
+}
+
+void
+sched_dispatch_gate_leave(void)
+{
+	if (turn_snapshot != NULL)
+	{
+		if (ActiveSnapshotSet() && GetActiveSnapshot() == turn_snapshot)
+			PopActiveSnapshot();
+		turn_snapshot = NULL;
+	}
+	give_back_turn();
 }
 
 static void
@@ -451,7 +616,8 @@ gate_xact_end(XactEvent event, void *arg)
 {
 	if (!sched_xact_event_ends(event))
 		return;
-	sched_dispatch_gate_leave();
+	turn_snapshot = NULL;		/* (the transaction's end pops what is pushed) */
+	give_back_turn();
 	xact_called = false;
 }
 
@@ -462,14 +628,17 @@ gate_subxact_end(SubXactEvent event, SubTransactionId mySubid,
 	/* the call's own (sub)transaction, or one outside it, aborts: the call is gone */
 	if (event == SUBXACT_EVENT_ABORT_SUB && holding &&
 		GetCurrentTransactionNestLevel() <= holding_level)
-		sched_dispatch_gate_leave();
+	{
+		turn_snapshot = NULL;	/* (the abort pops what the call pushed) */
+		give_back_turn();
+	}
 }
 
 static void
 gate_exit(int code, Datum arg)
 {
 	abandon_wait();
-	sched_dispatch_gate_leave();
+	give_back_turn();
 }
 
 void
@@ -495,5 +664,6 @@ sched_dispatch_gate_get_stats(SchedGateStats *out)
 	out->timed_out = (int64) pg_atomic_read_u64(&gate->timed_out);
 	out->bypassed = (int64) pg_atomic_read_u64(&gate->bypassed);
 	out->moved = (int64) pg_atomic_read_u64(&gate->moved);
+	out->handed = (int64) pg_atomic_read_u64(&gate->handed);
 	return true;
 }

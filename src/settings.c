@@ -116,9 +116,14 @@ sched_define_settings(void)
 							&sched_dispatch_concurrency, -1, -1, 10000,
 							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("sched.dispatch_wait_max",
-							"Longest wait of a placement call for its turn; after it the call runs over sched.dispatch_concurrency.",
+							"Longest time a placement call waits for its turn while no call gives one back; after it the call runs over sched.dispatch_concurrency.",
 							NULL,
 							&sched_dispatch_wait_max_ms, 1000, 0, 3600 * 1000,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("sched.dispatch_handoff_after",
+							"Wait of the first placement call in line after which freed turns are handed to the waiting calls in order.",
+							"Until then a call that arrives while a turn is free takes it first; -1: never hand over.",
+							&sched_dispatch_handoff_after_ms, 100, -1, 3600 * 1000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomBoolVariable("sched.dispatch_move_to_free_cpu",
 							 "Whether a placement call that waited for its turn moves to the CPU the turn was freed on.",

@@ -27,14 +27,9 @@
  *
  * Sleeping without a snapshot.  A function runs under its statement's snapshot, whose
  * xmin (backend_xmin) would hold back vacuum for as long as the wait lasts.  While it
- * sleeps, sched_wakeup_sleep() clears this backend's xmin.  That is safe only when
- * nothing will read with that snapshot again, which sched_wakeup_check_can_sleep()
- * makes sure of before the first poll: READ COMMITTED (every later query takes a fresh
- * snapshot), nothing written yet (no xid, which would hold vacuum back too), called
- * directly by the portal's statement (not from a function's query), a statement that
- * scans no table and calls no non-built-in STABLE function (those read with the
- * statement's snapshot), and no other snapshot registered nor cursor open in the
- * transaction.  Every poll after a sleep takes a new snapshot (and sets xmin anew).
+ * sleeps, sched_wakeup_sleep() lets go of it (snapshot_release.c), which
+ * sched_wakeup_check_can_sleep() makes sure is safe before the first poll.  Every poll
+ * after a sleep takes a new snapshot (and sets xmin anew).
  */
 #include "postgres.h"
 
@@ -43,16 +38,11 @@
 #include "xact_end.h"
 #include "settings.h"
 #include "spi_util.h"
+#include "snapshot_release.h"
 
 #include "access/xact.h"
-#include "access/htup_details.h"
-#include "catalog/pg_language.h"
-#include "catalog/pg_proc.h"
 #include "commands/async.h"
-#include "executor/execdesc.h"
 #include "miscadmin.h"
-#include "nodes/nodeFuncs.h"
-#include "nodes/plannodes.h"
 #include "pgstat.h"
 #include "port/atomics.h"
 #include "storage/backendid.h"
@@ -61,12 +51,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
-#include "tcop/pquery.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/portal.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 typedef struct WakeupSlot
@@ -236,131 +221,19 @@ sched_wakeup_done(void)
 
 /* ---- sleeping without a snapshot ---------------------------------------------------- */
 
-/* a STABLE function that is not built in: it may read tables with the statement's snapshot */
-static bool
-stable_user_function(Oid funcid, void *context)
-{
-	HeapTuple	tp;
-	bool		result = false;
-
-	if (func_volatile(funcid) != PROVOLATILE_STABLE)
-		return false;
-	tp = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
-	if (HeapTupleIsValid(tp))
-	{
-		result = ((Form_pg_proc) GETSTRUCT(tp))->prolang != INTERNALlanguageId;
-		ReleaseSysCache(tp);
-	}
-	return result;
-}
-
-static bool
-expr_reads_with_snapshot(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (check_functions_in_node(node, stable_user_function, NULL))
-		return true;
-	return expression_tree_walker(node, expr_reads_with_snapshot, context);
-}
-
-/* whether a plan (sub)tree calls a function that may read with the statement's snapshot */
-static bool
-plan_reads_with_snapshot(Plan *plan)
-{
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return false;
-	if (expr_reads_with_snapshot((Node *) plan->targetlist, NULL) ||
-		expr_reads_with_snapshot((Node *) plan->qual, NULL))
-		return true;
-	switch (nodeTag(plan))
-	{
-		case T_FunctionScan:
-			if (expr_reads_with_snapshot((Node *) ((FunctionScan *) plan)->functions, NULL))
-				return true;
-			break;
-		case T_Result:
-			if (expr_reads_with_snapshot(((Result *) plan)->resconstantqual, NULL))
-				return true;
-			break;
-		case T_Append:
-			foreach(lc, ((Append *) plan)->appendplans)
-				if (plan_reads_with_snapshot(lfirst(lc)))
-					return true;
-			break;
-		case T_MergeAppend:
-			foreach(lc, ((MergeAppend *) plan)->mergeplans)
-				if (plan_reads_with_snapshot(lfirst(lc)))
-					return true;
-			break;
-		case T_SubqueryScan:
-			if (plan_reads_with_snapshot(((SubqueryScan *) plan)->subplan))
-				return true;
-			break;
-		case T_NestLoop:
-		case T_MergeJoin:
-		case T_HashJoin:
-			if (expr_reads_with_snapshot((Node *) ((Join *) plan)->joinqual, NULL))
-				return true;
-			break;
-		default:
-			break;
-	}
-	return plan_reads_with_snapshot(plan->lefttree) ||
-		plan_reads_with_snapshot(plan->righttree);
-}
-
-static void
-refuse(const char *why, const char *hint)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-			 errmsg("sched.wait_commands cannot wait here: %s", why),
-			 errdetail("While it waits it lets go of its snapshot, so that it does not hold back vacuum; "
-					   "nothing may read with that snapshot afterwards."),
-			 errhint("%s", hint)));
-}
-
 void
 sched_wakeup_check_can_sleep(void)
 {
-	Portal		portal = ActivePortal;
-	PlannedStmt *stmt;
-	ListCell   *lc;
+	const char *hint;
+	const char *why = sched_snapshot_why_held("wait_commands", &hint);
 
-	if (IsolationUsesXactSnapshot())
-		refuse("the transaction is REPEATABLE READ or SERIALIZABLE",
-			   "Call it in autocommit, or in a READ COMMITTED transaction.");
-	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
-		refuse("the transaction has written",
-			   "Commit first, or call it in autocommit.");
-	if (portal == NULL || portal->strategy != PORTAL_ONE_SELECT || portal->queryDesc == NULL ||
-		!ActiveSnapshotSet() || portal->queryDesc->snapshot != GetActiveSnapshot())
-		refuse("it is not called directly by the statement",
-			   "Call it as a statement of its own: SELECT * FROM sched.wait_commands(...), "
-			   "not from a function or procedure.");
-	stmt = portal->queryDesc->plannedstmt;
-	foreach(lc, stmt->rtable)
-	{
-		if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_RELATION)
-			refuse("its statement reads a table",
-				   "Call it as a statement of its own: SELECT * FROM sched.wait_commands(...).");
-	}
-	if (plan_reads_with_snapshot(stmt->planTree))
-		refuse("its statement calls a STABLE function that may read tables",
-			   "Call it as a statement of its own: SELECT * FROM sched.wait_commands(...).");
-	foreach(lc, stmt->subplans)
-	{
-		if (plan_reads_with_snapshot(lfirst(lc)))
-			refuse("its statement calls a STABLE function that may read tables",
-				   "Call it as a statement of its own: SELECT * FROM sched.wait_commands(...).");
-	}
-	InvalidateCatalogSnapshot();
-	if (!ThereAreNoPriorRegisteredSnapshots() || !ThereAreNoReadyPortals())
-		refuse("the transaction holds other snapshots (an open cursor)",
-			   "Close the cursors first, or call it in a transaction of its own.");
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("sched.wait_commands cannot wait here: %s", why),
+				 errdetail("While it waits it lets go of its snapshot, so that it does not hold back vacuum; "
+						   "nothing may read with that snapshot afterwards."),
+				 errhint("%s", hint)));
 }
 
 void
@@ -379,8 +252,7 @@ sched_wakeup_sleep(TimestampTz deadline)
 	if (ms <= 0)
 		return false;
 	/* what sched_wakeup_check_can_sleep() allowed: no snapshot will be read again */
-	InvalidateCatalogSnapshot();
-	MyProc->xmin = InvalidTransactionId;
+	sched_snapshot_let_go();
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
 					 PG_WAIT_EXTENSION);
 	CHECK_FOR_INTERRUPTS();

@@ -143,12 +143,13 @@ LANGUAGE C VOLATILE;
  * calls waiting for one now, and cluster-wide since the server started the calls that
  * took a turn, those of them that waited for it, those that waited sched.dispatch_wait_max
  * in vain and ran over the limit, those let through without a turn (their transaction
- * held an xid or had made a placement call), and those that waited and moved to the CPU
- * their turn was freed on (sched.dispatch_move_to_free_cpu).  Internal: the owner's only. */
+ * held an xid or had made a placement call), those that waited and moved to the CPU
+ * their turn was freed on (sched.dispatch_move_to_free_cpu), and the turns handed to a
+ * waiter that had waited sched.dispatch_handoff_after.  Internal: the owner's only. */
 CREATE OR REPLACE FUNCTION sched._dispatch_gate(OUT concurrency int, OUT running int, OUT waiting int,
                                                 OUT entered bigint, OUT waited bigint,
                                                 OUT timed_out bigint, OUT bypassed bigint,
-                                                OUT moved bigint)
+                                                OUT moved bigint, OUT handed bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'sched_dispatch_gate'
 LANGUAGE C VOLATILE;

@@ -36,7 +36,7 @@ BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 CREATE EXTENSION pg_sched;
 
-SELECT plan(1018);
+SELECT plan(1022);
 
 -- ---------------------------------------------------------------------------------
 -- Test roles: login-less, each granted one job role (or a role holding one)
@@ -717,6 +717,13 @@ SELECT throws_ok(format('SET sched.%s = %L', s, '86400s'), '42501',
     format('permission denied to set parameter "sched.%s"', s), format('a sched_worker cannot SET sched.%s', s))
   FROM unnest(ARRAY['heartbeat_ttl', 'retry_backoff_max', 'unschedulable_backoff_max', 'starvation_after',
                     'aging_interval']) s;
+-- the dispatch gate's settings bound how long other sessions' calls wait
+SELECT throws_ok(format('SET sched.%s = %L', s, v), '42501',
+    format('permission denied to set parameter "sched.%s"', s), format('a sched_worker cannot SET sched.%s', s))
+  FROM (VALUES ('dispatch_concurrency', '0'), ('dispatch_wait_max', '0'), ('dispatch_handoff_after', '-1')) g(s, v);
+SELECT is((SELECT string_agg(DISTINCT context, ',') FROM pg_settings
+            WHERE name IN ('sched.dispatch_concurrency', 'sched.dispatch_wait_max', 'sched.dispatch_handoff_after')),
+          'superuser', 'the dispatch gate''s three settings are superuser settings (PGC_SUSET)');
 SELECT throws_ok($$SET LOCAL sched.heartbeat_ttl = '86400s'$$, '42501',
     'permission denied to set parameter "sched.heartbeat_ttl"', 'nor SET LOCAL');
 SELECT throws_ok($$SELECT set_config('sched.lease_ttl', '86400s', false)$$, '42501',

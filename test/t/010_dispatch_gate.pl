@@ -10,8 +10,14 @@
 #     wait (bypassed): it could hold what the running call waits for;
 #   - waiters are woken in the order they came (two waiters: the first runs first), and a
 #     waiter that takes a turn wakes the next one only when another turn is free;
-#   - a wait that reaches sched.dispatch_wait_max runs over the limit (timed_out) and
-#     gives its turn back when done;
+#   - a waiter lets go of its snapshot (no backend_xmin: it does not hold back vacuum)
+#     when its call is a statement of its own, and keeps it when its statement reads a
+#     table or a DO block makes the call;
+#   - a wait that sees no turn given back for sched.dispatch_wait_max runs over the limit
+#     (timed_out) and gives its turn back when done; a waiter behind turns that are given
+#     back waits on past it;
+#   - once the first waiter has waited sched.dispatch_handoff_after, a turn given back is
+#     handed to it (handed); not with -1;
 #   - pg_cancel_backend and pg_terminate_backend of a waiter take it off the queue, and
 #     an error inside a call (statement_timeout while it holds the turn), also inside a
 #     PL/pgSQL exception block, gives the turn back;
@@ -27,6 +33,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(sleep);
 
 my $node = PostgreSQL::Test::Cluster->new('sched_gate');
 $node->init;
@@ -81,6 +88,14 @@ sub waits_for_lock
 	my ($pid) = @_;
 	return $node->poll_query_until('postgres',
 		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $pid");
+}
+
+# whether backend $pid holds a snapshot (backend_xmin)
+sub xmin_held
+{
+	my ($pid) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = $pid");
 }
 
 # starts $sql in background session $bg; returns once it is sent
@@ -138,6 +153,7 @@ ok(waits_at_gate($pid_b), 'B waits at the gate in wait event Extension');
 is(gate(), '1 1', 'one turn held, one call waiting');
 is($node->safe_psql('postgres', "SELECT backend_xid IS NULL FROM pg_stat_activity WHERE pid = $pid_b"),
 	't', 'B waits without an xid');
+is(xmin_held($pid_b), 'f', 'and without a snapshot (a statement of its own: it does not hold back vacuum)');
 
 # a transaction that made a placement call, or has an xid, is not held back
 my $r3 = submit();
@@ -188,6 +204,83 @@ is($node->safe_psql('postgres',
 		  . " < (SELECT command_id FROM sched.command WHERE request_id = $r6)"),
 	't', 'B (first to wait) placed before C');
 is(gate(), '0 0', 'nothing held or waiting');
+
+# ---------------------------------------------------------------------------------------
+# A waiter keeps its snapshot where it could read with it again
+# ---------------------------------------------------------------------------------------
+my $rs = submit();
+hold($rs);
+start($a, "SELECT outcome FROM sched.dispatch_attempt($rs)");
+ok(waits_for_lock($pid_a), 'A holds the turn');
+my ($rt, $ru) = (submit(), submit());
+start($b,
+	"SELECT d.outcome FROM sched.request r, LATERAL sched.dispatch_attempt(r.request_id) d WHERE r.request_id = $rt");
+ok(waits_at_gate($pid_b), 'B waits, its statement reading sched.request');
+is(xmin_held($pid_b), 't', 'B keeps its snapshot: its statement reads a table with it');
+start($c, "DO \$\$BEGIN PERFORM sched.dispatch_attempt($ru); END\$\$");
+ok(waits_at_gate($pid_c), 'C waits, called from a DO block');
+is(xmin_held($pid_c), 't', 'C keeps its snapshot: the block could read with it afterwards');
+$holder->query_safe('COMMIT');
+is(finish($a), 'DISPATCHED', 'A placed');
+is(finish($b), 'DISPATCHED', 'B placed');
+finish($c);
+is($node->safe_psql('postgres', "SELECT state FROM sched.request WHERE request_id = $ru"), 'DISPATCHED',
+	'C placed');
+is(gate(), '0 0', 'nothing held or waiting');
+
+# ---------------------------------------------------------------------------------------
+# A wait runs over the limit when no turn was given back for sched.dispatch_wait_max,
+# counted from the last turn given back
+# ---------------------------------------------------------------------------------------
+{
+	my $holder2 = $node->background_psql('postgres');
+	my ($rh, $rb, $rc) = (submit(), submit(), submit());
+	hold($rh);
+	$holder2->query_safe("BEGIN; SELECT 1 FROM sched.request WHERE request_id = $rb FOR UPDATE");
+	$_->query_safe("SET sched.dispatch_wait_max = '6s'") for ($a, $b, $c);
+	my $timed_out0 = counter('timed_out');
+	start($a, "SELECT outcome FROM sched.dispatch_attempt($rh)");
+	ok(waits_for_lock($pid_a), 'A holds the turn, waiting for a row');
+	start($b, "SELECT outcome FROM sched.dispatch_attempt($rb)");
+	ok(waits_at_gate($pid_b), 'B waits');
+	start($c, "SELECT outcome FROM sched.dispatch_attempt($rc)");
+	ok(waits_at_gate($pid_c), 'C waits after B');
+	sleep(3.5);
+	$holder->query_safe('COMMIT');    # A's call ends: its turn goes to B, which waits for its row
+	is(finish($a), 'DISPATCHED', 'A placed');
+	ok(waits_for_lock($pid_b), 'B holds the turn, waiting for its row');
+	sleep(3.5);    # C has waited 7 s, 3.5 s since a turn was given back
+	is(gate(), '1 1', 'C waits on past sched.dispatch_wait_max from the start of its wait');
+	is(counter('timed_out'), $timed_out0, 'nothing ran over the limit');
+	$holder2->query_safe('COMMIT');
+	is(finish($b), 'DISPATCHED', 'B placed');
+	is(finish($c), 'DISPATCHED', 'C got the turn B gave back');
+	is(counter('timed_out'), $timed_out0, 'still nothing over the limit');
+	$_->query_safe('RESET sched.dispatch_wait_max') for ($a, $b, $c);
+	$holder2->quit;
+}
+
+# ---------------------------------------------------------------------------------------
+# A turn given back is handed to a waiter that waited sched.dispatch_handoff_after
+# ---------------------------------------------------------------------------------------
+foreach my $case ([ '0', 1, 'with sched.dispatch_handoff_after = 0 the turn A gave back is handed to B' ],
+	[ '-1', 0, 'with -1 it is not: B takes it when it wakes' ])
+{
+	my ($after, $n, $what) = @$case;
+	$_->query_safe("SET sched.dispatch_handoff_after = '$after'") for ($a, $b);
+	my ($ra, $rb) = (submit(), submit());
+	hold($ra);
+	start($a, "SELECT outcome FROM sched.dispatch_attempt($ra)");
+	ok(waits_for_lock($pid_a), 'A holds the turn');
+	start($b, "SELECT outcome FROM sched.dispatch_attempt($rb)");
+	ok(waits_at_gate($pid_b), 'B waits');
+	my $handed = counter('handed');
+	$holder->query_safe('COMMIT');
+	is(finish($a) . ' ' . finish($b), 'DISPATCHED DISPATCHED', 'both placed');
+	is(counter('handed') - $handed, $n, $what);
+	is(gate(), '0 0', 'nothing held or waiting');
+	$_->query_safe('RESET sched.dispatch_handoff_after') for ($a, $b);
+}
 
 # ---------------------------------------------------------------------------------------
 # A wait that reaches sched.dispatch_wait_max runs over the limit
@@ -363,6 +456,7 @@ SKIP:
 # values out of range are refused, naming the setting (22023)
 foreach my $bad ("sched.dispatch_concurrency = -2", "sched.dispatch_concurrency = 10001",
 	"sched.dispatch_wait_max = '-1ms'", "sched.dispatch_wait_max = '2h'",
+	"sched.dispatch_handoff_after = '-2ms'", "sched.dispatch_handoff_after = '2h'",
 	"sched.dispatch_move_to_free_cpu = 'sometimes'")
 {
 	my ($o, $e) = ('', '');
@@ -394,7 +488,7 @@ CREATE EXTENSION pg_sched;
 SELECT sched.upsert_node('node-a', cpu_millis => 8000, memory_mb => 8192);
 SELECT sched.register_worker('node-a', 'cap', ARRAY['v1'], 8);
 });
-is($plain->safe_psql('postgres', 'SELECT num_nulls(concurrency, running, waiting, entered, waited, timed_out, bypassed, moved) FROM sched._dispatch_gate()'), '8',
+is($plain->safe_psql('postgres', 'SELECT num_nulls(concurrency, running, waiting, entered, waited, timed_out, bypassed, moved, handed) FROM sched._dispatch_gate()'), '9',
 	'without preloading the gate reads NULL');
 is($plain->safe_psql('postgres',
 		"SELECT outcome FROM sched.dispatch_attempt(sched.submit(gen_random_uuid(), gen_random_uuid(), 'cap', 'v1'))"),
