@@ -309,6 +309,15 @@ head_starves_locked(TimestampTz now)
 		now - gate_queued_at[gate_queue[0]] >= (int64) sched_dispatch_handoff_after_ms * 1000;
 }
 
+/* Whether a free turn is owed to the first waiter (there is a waiter, and turns are
+ * handed over or it has waited sched.dispatch_handoff_after), not to whoever takes it
+ * first.  Spinlock held. */
+static bool
+turn_owed_to_first_locked(TimestampTz now)
+{
+	return gate->nwaiting > 0 && (gate->handoff || head_starves_locked(now));
+}
+
 /*
  * A turn may be free under `limit`: the first waiter, to wake for it (else -1).  In
  * handoff mode (entered when the first waiter has waited sched.dispatch_handoff_after)
@@ -321,6 +330,7 @@ static int
 next_turn_locked(int limit, TimestampTz now, int cpu)
 {
 	int			head;
+	bool		starves;
 
 	if (gate->nwaiting == 0)
 	{
@@ -330,9 +340,10 @@ next_turn_locked(int limit, TimestampTz now, int cpu)
 	if (gate->running >= Max(limit, 1))
 		return -1;
 	head = gate_queue[0];
-	if (gate->handoff || head_starves_locked(now))
+	starves = head_starves_locked(now);
+	if (gate->handoff || starves)
 	{
-		gate->handoff = head_starves_locked(now) && gate->nwaiting > 1;
+		gate->handoff = starves && gate->nwaiting > 1;
 		gate->nwaiting--;
 		memmove(gate_queue, gate_queue + 1, sizeof(int) * gate->nwaiting);
 		gate->running++;
@@ -396,28 +407,36 @@ abandon_wait(void)
 
 /*
  * One look at the gate by a waiter (on the queue, or handed a turn): takes a turn handed
- * over, or a free one this waiter may take (it is first, or the first has not waited
- * long enough to be owed it), or, when `over`, one over the limit; passes on a turn
- * still free (a free turn the first waiter is owed goes to it).  Returns whether it took
- * one; sets *cur to the CPU it runs on and *target to the CPU its turn is counted on.
- * (Not inlined: wait_for_turn's PG_TRY would have its locals clobbered.)
+ * over, or a free one this waiter may take (it is first, or the first is not owed it),
+ * or, when the wait is over (no call gave back a turn for sched.dispatch_wait_max since
+ * this waiter queued), one over the limit; passes on a turn still free (a free turn the
+ * first waiter is owed goes to it).  Returns whether it took one; else sets *ms to the
+ * time left until the wait is over.  Sets *cur to the CPU it runs on and *target to the
+ * CPU its turn is counted on.  (Not inlined: wait_for_turn's PG_TRY would have its
+ * locals clobbered.)
  */
 static pg_noinline bool
-look_for_turn(int limit, TimestampTz now, bool over, int *cur, int *target)
+look_for_turn(int limit, TimestampTz now, long *ms, int *cur, int *target)
 {
 	int			me = MyProc->pgprocno;
 	int			next;
 	bool		taken = false;
+	bool		over;
 
 	*cur = current_cpu();
 	SpinLockAcquire(&gate->mutex);
+	*ms = TimestampDifferenceMilliseconds(now,
+										  TimestampTzPlusMilliseconds(Max(gate_queued_at[me],
+																		  gate->last_freed),
+																	  sched_dispatch_wait_max_ms));
+	over = *ms <= 0;
 	if (gate_granted[me])
 	{
 		gate_granted[me] = false;
 		taken = true;
 	}
 	else if (gate->running < limit &&
-			 (gate_queue[0] == me || (!gate->handoff && !head_starves_locked(now))))
+			 (gate_queue[0] == me || !turn_owed_to_first_locked(now)))
 	{
 		withdraw_locked();
 		gate->running++;
@@ -448,34 +467,24 @@ look_for_turn(int limit, TimestampTz now, bool over, int *cur, int *target)
 
 /*
  * Waits on the queue (this backend is on it) until a turn is free or handed to it, and
- * takes it; or, at sched.dispatch_wait_max, takes one over the limit.  An error (a
- * cancel) takes this backend off the queue (and gives back a turn handed to it).
+ * takes it; or, when no call gave back a turn for sched.dispatch_wait_max, takes one over
+ * the limit.  An error (a cancel) takes this backend off the queue (and gives back a turn
+ * handed to it).
  */
 static void
 wait_for_turn(int limit, bool let_go)
 {
-	TimestampTz queued_at;
 	int			cur = -1;
 	int			target = -1;
 
 	pg_atomic_fetch_add_u64(&gate->waited, 1);
-	queued_at = GetCurrentTimestamp();
 	PG_TRY();
 	{
 		for (;;)
 		{
-			TimestampTz now = GetCurrentTimestamp();
-			TimestampTz freed;
 			long		ms;
 
-			/* the wait is over when no call gave back a turn for sched.dispatch_wait_max */
-			SpinLockAcquire(&gate->mutex);
-			freed = gate->last_freed;
-			SpinLockRelease(&gate->mutex);
-			ms = TimestampDifferenceMilliseconds(now,
-												 TimestampTzPlusMilliseconds(Max(queued_at, freed),
-																			 sched_dispatch_wait_max_ms));
-			if (look_for_turn(limit, now, ms <= 0, &cur, &target))
+			if (look_for_turn(limit, GetCurrentTimestamp(), &ms, &cur, &target))
 				break;
 			if (let_go)
 				sched_snapshot_let_go();
@@ -537,8 +546,7 @@ sched_dispatch_gate_enter(void)
 	cpu = current_cpu();
 	now = GetCurrentTimestamp();
 	SpinLockAcquire(&gate->mutex);
-	if (gate->running < limit &&
-		(gate->nwaiting == 0 || (!gate->handoff && !head_starves_locked(now))))
+	if (gate->running < limit && !turn_owed_to_first_locked(now))
 	{
 		gate->running++;
 		count_turn_locked(cpu);
