@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh — the pg_sched benchmark suite (issue 5); `make bench` runs it through
-# test/harness.sh on a throwaway cluster (fsync on, shared_buffers 1GB).
+# test/harness.sh on a throwaway cluster (fsync on, shared_buffers 1GB, in huge pages when
+# the harness could reserve them: see reserve_huge_pages there; RESULTS.md says which).
 #
 # Uses the running cluster of the environment (PGHOST, PGPORT, PGUSER), creates its own
 # databases (sched_bench_*; dropped at the end, also on failure), loads fleets and queues
@@ -310,7 +311,7 @@ pgb_join() {
 say "pg_sched benchmark on $PGHOST:$PGPORT ($( [ "$QUICK" = 1 ] && echo QUICK sizes || echo full sizes ), $RUNS runs each)"
 PG_VERSION=$(sql postgres -c "SELECT version()")
 SETTINGS=$(sql postgres -F ' = ' -c "SELECT name, current_setting(name) FROM pg_settings
-    WHERE name IN ('shared_buffers', 'fsync', 'synchronous_commit', 'wal_level', 'max_connections',
+    WHERE name IN ('shared_buffers', 'huge_pages', 'fsync', 'synchronous_commit', 'wal_level', 'max_connections',
                    'work_mem', 'max_wal_size', 'checkpoint_timeout', 'jit', 'shared_preload_libraries',
                    'sched.dispatch_concurrency', 'sched.dispatch_wait_max')
     ORDER BY name")
