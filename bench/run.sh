@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh — the pg_sched benchmark suite (issue 5); `make bench` runs it through
-# test/harness.sh on a throwaway cluster (fsync on, shared_buffers 1GB).
+# test/harness.sh on a throwaway cluster (fsync on, shared_buffers 1GB, in huge pages when
+# the harness could reserve them: see reserve_huge_pages there; RESULTS.md says which).
 #
 # Uses the running cluster of the environment (PGHOST, PGPORT, PGUSER), creates its own
 # databases (sched_bench_*; dropped at the end, also on failure), loads fleets and queues
@@ -20,7 +21,8 @@
 #      statement, nodes chosen in advance), PL/pgSQL dispatch_next and the plain queue
 #      claim; 8 and 32 clients vs the best of 1, 2 and 4 (no collapse)
 #   3. select_candidate p50 latency at 100 .. 100,000 nodes, and with 10x nodes of other
-#      capabilities; vs the same selection in plain SQL
+#      capabilities (a second database, measured in turn with the first); vs the same
+#      selection in plain SQL
 #   4. dispatch_next(100) cost per dispatch with 10k, 100k, 1M pending requests
 #      (1 client, runs of 30 committed transactions from a reset queue, so the queue
 #      keeps at least 70% of its length) vs the plain queue claim
@@ -98,6 +100,7 @@ W8_SPLIT=${BENCH_W8_SPLIT:-0}          # 1: workload 8 also runs a tenant with k
                                        # with the quota only
 DB_DISPATCH=sched_bench_dispatch
 DB_FLEET=sched_bench_fleet
+DB_FLEET_OTHERS=sched_bench_fleet_others
 DB_HOT=sched_bench_hot
 DB_E2E=sched_bench_e2e
 DB_KEYS=sched_bench_keys
@@ -310,7 +313,7 @@ pgb_join() {
 say "pg_sched benchmark on $PGHOST:$PGPORT ($( [ "$QUICK" = 1 ] && echo QUICK sizes || echo full sizes ), $RUNS runs each)"
 PG_VERSION=$(sql postgres -c "SELECT version()")
 SETTINGS=$(sql postgres -F ' = ' -c "SELECT name, current_setting(name) FROM pg_settings
-    WHERE name IN ('shared_buffers', 'fsync', 'synchronous_commit', 'wal_level', 'max_connections',
+    WHERE name IN ('shared_buffers', 'huge_pages', 'fsync', 'synchronous_commit', 'wal_level', 'max_connections',
                    'work_mem', 'max_wal_size', 'checkpoint_timeout', 'jit', 'shared_preload_libraries',
                    'sched.dispatch_concurrency', 'sched.dispatch_wait_max')
     ORDER BY name")
@@ -590,12 +593,18 @@ fi
 # =============================================================================================
 # Workload 3: select_candidate latency vs fleet size
 # =============================================================================================
-w3_measure() { # LABEL NODES WITH_SQL
-    local label=$1 nodes=$2 with_sql=$3 r f p50 t
+# w3_measure NODES: RUNS rounds, each the fleet alone ($DB_FLEET: pg_sched, then the SQL
+# baseline), the fleet beside 10x nodes of another capability ($DB_FLEET_OTHERS: pg_sched),
+# then the cold first call on the fleet alone; the two fleets in turn, so that their ratio
+# is measured side by side, not a minute apart on a machine whose speed drifts
+w3_measure() {
+    local nodes=$1 r f p50 t run label impl db
     settle "$DB_FLEET"
+    settle "$DB_FLEET_OTHERS"
     for r in $(seq 1 "$RUNS"); do
-        for impl in pg sql; do
-            [ "$impl" = sql ] && [ "$with_sql" != 1 ] && continue
+        for run in plain:pg plain:sql others:pg; do
+            label=${run%%:*}; impl=${run#*:}
+            db=$DB_FLEET; [ "$label" = others ] && db=$DB_FLEET_OTHERS
             f=w3_select_candidate.pgbench
             [ "$impl" = sql ] && f=w3_sql_select.pgbench
             rm -f "$WORK/w3log".*
@@ -603,48 +612,39 @@ w3_measure() { # LABEL NODES WITH_SQL
             # 100,000 nodes among 1,000,000 others, the whole of a run of T3 seconds; it is
             # left out of the p50, which is the warm call's, and the large runs are longer)
             t=$T3; (( nodes >= 100000 )) && t=$((T3 + 3))
-            pgb "w3_${label}_${impl}_${nodes}_${r}" "$DB_FLEET" 1 "$t" -l --log-prefix="$WORK/w3log" -f "$PGB_DIR/$f"
+            pgb "w3_${label}_${impl}_${nodes}_${r}" "$db" 1 "$t" -l --log-prefix="$WORK/w3log" -f "$PGB_DIR/$f"
             p50=$(cat "$WORK/w3log".* | awk 'NR > 1 { print $3 }' | sort -n |
                   awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2] / 1000; else print (v[NR / 2] + v[NR / 2 + 1]) / 2000 }')
             record "w3.$label.$impl.$nodes" "$p50"
             say "W3 $label $nodes nodes, run $r/$RUNS: $impl p50 $(fmt "$p50" 3) ms ($PGB_N calls)"
         done
-        if [ "$label" = plain ]; then
-            # the first call of a session loads the capability into the session's fleet
-            # mirror: one new connection per call (pgbench -C) measures that cold call;
-            # pgbench's latency then includes the connection, so it is reported apart
-            pgb "w3_cold_${nodes}_$r" "$DB_FLEET" 1 "$T3C" -C -f "$PGB_DIR/w3_select_candidate.pgbench"
-            record "w3.cold.pg.$nodes" "$(sed -nE 's/^latency average = ([0-9.]+) ms.*/\1/p' "$WORK/w3_cold_${nodes}_$r.out")"
-            pgb "w3_connect_${nodes}_$r" "$DB_FLEET" 1 "$T3C" -C -f "$PGB_DIR/w3_connect_only.pgbench"
-            record "w3.connect.$nodes" "$(sed -nE 's/^latency average = ([0-9.]+) ms.*/\1/p' "$WORK/w3_connect_${nodes}_$r.out")"
-            say "W3 $nodes nodes, run $r/$RUNS: new connection + first select_candidate $(fmt "$(median "w3.cold.pg.$nodes")" 3) ms (connection + SELECT 1: $(fmt "$(median "w3.connect.$nodes")" 3) ms)"
-        fi
+        # the first call of a session loads the capability into the session's fleet
+        # mirror: one new connection per call (pgbench -C) measures that cold call;
+        # pgbench's latency then includes the connection, so it is reported apart
+        pgb "w3_cold_${nodes}_$r" "$DB_FLEET" 1 "$T3C" -C -f "$PGB_DIR/w3_select_candidate.pgbench"
+        record "w3.cold.pg.$nodes" "$(sed -nE 's/^latency average = ([0-9.]+) ms.*/\1/p' "$WORK/w3_cold_${nodes}_$r.out")"
+        pgb "w3_connect_${nodes}_$r" "$DB_FLEET" 1 "$T3C" -C -f "$PGB_DIR/w3_connect_only.pgbench"
+        record "w3.connect.$nodes" "$(sed -nE 's/^latency average = ([0-9.]+) ms.*/\1/p' "$WORK/w3_connect_${nodes}_$r.out")"
+        say "W3 $nodes nodes, run $r/$RUNS: new connection + first select_candidate $(fmt "$(median "w3.cold.pg.$nodes")" 3) ms (connection + SELECT 1: $(fmt "$(median "w3.connect.$nodes")" 3) ms)"
     done
 }
 
 if wants 3; then
     phase "workload 3"
-    say "database $DB_FLEET: fleets for select_candidate (capability 'target'; others serve 'other')"
+    say "databases $DB_FLEET (workers of capability 'target' only) and $DB_FLEET_OTHERS (the same, beside 10x nodes serving 'other'): select_candidate"
     create_db "$DB_FLEET"
-    # pass 1: only workers of the requested capability, growing
+    create_db "$DB_FLEET_OTHERS"
     have=0
     for n in $W3_SIZES; do
-        say "W3: fleet of $n nodes serving 'target'"
+        say "W3: fleet of $n nodes serving 'target', alone and beside $((10 * n)) nodes serving 'other'"
         bulk "$DB_FLEET" $((have + 1)) "$n" "SELECT bench.load_fleet('t', @FIRST@, @LAST@, 'target', true, 8, 16000, 65536)"
+        bulk "$DB_FLEET_OTHERS" $((have + 1)) "$n" "SELECT bench.load_fleet('t', @FIRST@, @LAST@, 'target', true, 8, 16000, 65536)"
+        bulk "$DB_FLEET_OTHERS" $((10 * have + 1)) $((10 * n)) "SELECT bench.load_fleet('o', @FIRST@, @LAST@, 'other', true, 8, 16000, 65536)"
         have=$n
-        w3_measure plain "$n" 1
-    done
-    # pass 2: the same, plus 10x as many nodes whose workers serve another capability
-    sql "$DB_FLEET" -c "TRUNCATE sched.node, sched.worker CASCADE" >/dev/null
-    have=0
-    for n in $W3_SIZES; do
-        say "W3: fleet of $n nodes serving 'target' + $((10 * n)) nodes serving 'other'"
-        bulk "$DB_FLEET" $((have + 1)) "$n" "SELECT bench.load_fleet('t', @FIRST@, @LAST@, 'target', true, 8, 16000, 65536)"
-        bulk "$DB_FLEET" $((10 * have + 1)) $((10 * n)) "SELECT bench.load_fleet('o', @FIRST@, @LAST@, 'other', true, 8, 16000, 65536)"
-        have=$n
-        w3_measure others "$n" 0
+        w3_measure "$n"
     done
     drop_db "$DB_FLEET"
+    drop_db "$DB_FLEET_OTHERS"
 fi
 
 # =============================================================================================
@@ -1080,6 +1080,8 @@ fi
     echo "  the session's fleet mirror re-reads only changed nodes (none here); runs at 100,000 nodes last 3 s longer (the first"
     echo "  call loads the capability: up to 2 s among 1,000,000 others); the cold rows open a new connection for every call (\`pgbench -C\`),"
     echo "  whose first select_candidate loads the capability whole, and show the mean next to a new connection running SELECT 1."
+    echo "  The fleet beside 10x nodes of another capability is a second database, loaded alongside the first; each round"
+    echo "  measures the two in turn (alone, the SQL baseline, beside the others), so their ratio is taken side by side."
     echo "- Workload 4: 1 client, runs of $W4_TX committed transactions ($((W4_TX * BATCH)) placements) from a reset queue, so the"
     echo "  queue keeps at least 70% of its length; cost per dispatch = run time / placements (commits included)."
     echo "- Workload 5: conflicts (candidates skipped because another transaction held them, or refused on the re-check"

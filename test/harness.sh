@@ -6,7 +6,8 @@
 #                                   (unit sanitize fuzz regress pgtap pgbench upgrade hostile
 #                                   dump metrics pooler e2e soak tap; default all)
 #   harness.sh demo                 deps, build, install, throwaway cluster, demo/demo.sql
-#   harness.sh bench                deps, build, install, throwaway cluster, bench/run.sh
+#   harness.sh bench                deps, build, install, throwaway cluster (its shared
+#                                   memory in huge pages: reserve_huge_pages), bench/run.sh
 #   harness.sh soak | fuzz | valgrind | sqlsmith
 #                                   the long runs (each starts what it needs): the soak
 #                                   (16 clients x 120 s), the libFuzzer targets (14
@@ -81,6 +82,48 @@ choose_tmp() {
     export SCHED_TMP
 }
 
+# Huge pages for the benchmark cluster's shared memory (CLUSTER_HUGE_PAGES=1; the bench
+# sets it unless BENCH_HUGE_PAGES=off), as the PostgreSQL manual advises for a large
+# shared_buffers.  With 4 kB pages each backend takes a page fault the first time it
+# touches each page of shared memory; on a virtual machine whose page tables the host
+# shadows (these CI machines) that costs several microseconds a page, more than the work
+# the benchmark measures (bench/NOTES.md, twenty-fourth sitting).  The pages the server
+# asks for (postgres -C shared_memory_size_in_huge_pages) are reserved in
+# vm.nr_hugepages when the host has fewer free, as root or through sudo without a
+# password; release_huge_pages puts vm.nr_hugepages back when the cluster has stopped.
+# Returns 1, reserving nothing, when that cannot be done: the cluster then runs with
+# huge_pages = off, and the bench reports which it had.
+HUGE_PAGES_BEFORE=""
+reserve_huge_pages() {
+    local data=$1 need free before want
+    need=$(as_run_user "$PGBIN/postgres" -D "$data" -C shared_memory_size_in_huge_pages 2>/dev/null) || return 1
+    [[ "$need" =~ ^[0-9]+$ ]] && (( need > 0 )) || return 1
+    [ -r /proc/sys/vm/nr_hugepages ] || return 1
+    free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+    (( ${free:-0} >= need )) && return 0
+    before=$(cat /proc/sys/vm/nr_hugepages)
+    want=$(( before + need - ${free:-0} ))
+    if ! ${SUDO:+$SUDO -n} sh -c "echo $want > /proc/sys/vm/nr_hugepages" 2>/dev/null; then
+        echo "huge pages: could not set vm.nr_hugepages (not root, no sudo without a password):" \
+             "the cluster runs with huge_pages = off" >&2
+        return 1
+    fi
+    HUGE_PAGES_BEFORE=$before
+    free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+    if (( ${free:-0} < need )); then
+        echo "huge pages: the kernel found $free of the $need asked for: the cluster runs with huge_pages = off" >&2
+        release_huge_pages
+        return 1
+    fi
+    log "huge pages: $need of $(awk '/^Hugepagesize:/ { print $2 }' /proc/meminfo) kB reserved for the cluster (vm.nr_hugepages $before -> $want, put back at the end)"
+}
+release_huge_pages() {
+    [ -n "$HUGE_PAGES_BEFORE" ] || return 0
+    ${SUDO:+$SUDO -n} sh -c "echo $HUGE_PAGES_BEFORE > /proc/sys/vm/nr_hugepages" 2>/dev/null \
+        || echo "huge pages: could not put vm.nr_hugepages back to $HUGE_PAGES_BEFORE" >&2
+    HUGE_PAGES_BEFORE=""
+}
+
 CLUSTER_DATA=""
 start_cluster() {
     # start_cluster NAME [extra postgresql.conf lines]
@@ -100,6 +143,11 @@ start_cluster() {
         echo "log_min_messages = warning"
         for line in "$@"; do echo "$line"; done
     } | as_run_user tee -a "$CLUSTER_DATA/postgresql.conf" >/dev/null
+    if [ -n "${CLUSTER_HUGE_PAGES:-}" ]; then
+        local hp=off
+        reserve_huge_pages "$CLUSTER_DATA" && hp=on
+        echo "huge_pages = $hp" | as_run_user tee -a "$CLUSTER_DATA/postgresql.conf" >/dev/null
+    fi
     as_run_user "$PGBIN/pg_ctl" -D "$CLUSTER_DATA" -l "$SCHED_TMP/$name.log" -w -t 60 start >/dev/null
     export PGHOST=127.0.0.1 PGPORT PGUSER=postgres PGDATABASE=postgres
     printf 'export PGHOST=%s PGPORT=%s PGUSER=%s PGDATABASE=postgres\n' "$PGHOST" "$PGPORT" "$PGUSER" >"$SCHED_TMP/env"
@@ -142,6 +190,7 @@ stop_cluster() {
 # made but its logs: the cluster's data, the TAP tests' clusters.
 remove_cluster() {
     stop_cluster
+    release_huge_pages
     [ -n "$CLUSTER_DATA" ] && rm -rf "$CLUSTER_DATA"
     rm -rf "$SCHED_TMP/tap/t" "$SCHED_TMP"/tap/tmp_check/t_*_data
 }
@@ -308,6 +357,7 @@ case "$cmd" in
         deps gnuplot-nox
         build_install
         trap remove_cluster EXIT
+        [ "${BENCH_HUGE_PAGES:-on}" = off ] || CLUSTER_HUGE_PAGES=1
         start_cluster bench "shared_buffers = '1GB'" "max_connections = 100"
         bash bench/run.sh
         bash bench/diagnostics.sh
