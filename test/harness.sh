@@ -82,8 +82,8 @@ choose_tmp() {
     export SCHED_TMP
 }
 
-# Huge pages for the benchmark cluster's shared memory (CLUSTER_HUGE_PAGES=1; the bench
-# sets it unless BENCH_HUGE_PAGES=off), as the PostgreSQL manual advises for a large
+# Huge pages for the benchmark cluster's shared memory (CLUSTER_HUGE_PAGES=reserve; the
+# bench sets it unless BENCH_HUGE_PAGES=off), as the PostgreSQL manual advises for a large
 # shared_buffers.  With 4 kB pages each backend takes a page fault the first time it
 # touches each page of shared memory; on a virtual machine whose page tables the host
 # shadows (these CI machines) that costs several microseconds a page, more than the work
@@ -100,7 +100,10 @@ reserve_huge_pages() {
     [[ "$need" =~ ^[0-9]+$ ]] && (( need > 0 )) || return 1
     [ -r /proc/sys/vm/nr_hugepages ] || return 1
     free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
-    (( ${free:-0} >= need )) && return 0
+    if (( ${free:-0} >= need )); then
+        log "huge pages: $need of the $free the host has free go to the cluster"
+        return 0
+    fi
     before=$(cat /proc/sys/vm/nr_hugepages)
     want=$(( before + need - ${free:-0} ))
     if ! ${SUDO:+$SUDO -n} sh -c "echo $want > /proc/sys/vm/nr_hugepages" 2>/dev/null; then
@@ -143,11 +146,15 @@ start_cluster() {
         echo "log_min_messages = warning"
         for line in "$@"; do echo "$line"; done
     } | as_run_user tee -a "$CLUSTER_DATA/postgresql.conf" >/dev/null
-    if [ -n "${CLUSTER_HUGE_PAGES:-}" ]; then
-        local hp=off
-        reserve_huge_pages "$CLUSTER_DATA" && hp=on
-        echo "huge_pages = $hp" | as_run_user tee -a "$CLUSTER_DATA/postgresql.conf" >/dev/null
-    fi
+    # CLUSTER_HUGE_PAGES: reserve (huge pages if reserve_huge_pages can have them, else
+    # 4 kB pages), off (4 kB pages, whatever the host has free), unset (the server's
+    # default, try)
+    local hp=""
+    case ${CLUSTER_HUGE_PAGES:-} in
+        reserve) hp=off; reserve_huge_pages "$CLUSTER_DATA" && hp=on ;;
+        off) hp=off ;;
+    esac
+    [ -z "$hp" ] || echo "huge_pages = $hp" | as_run_user tee -a "$CLUSTER_DATA/postgresql.conf" >/dev/null
     as_run_user "$PGBIN/pg_ctl" -D "$CLUSTER_DATA" -l "$SCHED_TMP/$name.log" -w -t 60 start >/dev/null
     export PGHOST=127.0.0.1 PGPORT PGUSER=postgres PGDATABASE=postgres
     printf 'export PGHOST=%s PGPORT=%s PGUSER=%s PGDATABASE=postgres\n' "$PGHOST" "$PGPORT" "$PGUSER" >"$SCHED_TMP/env"
@@ -354,10 +361,14 @@ case "$cmd" in
         bash test/sqlsmith/run.sh
         ;;
     bench)
+        case ${BENCH_HUGE_PAGES:-on} in
+            on) CLUSTER_HUGE_PAGES=reserve ;;
+            off) CLUSTER_HUGE_PAGES=off ;;
+            *) echo "BENCH_HUGE_PAGES must be on or off, not \"$BENCH_HUGE_PAGES\"" >&2; exit 2 ;;
+        esac
         deps gnuplot-nox
         build_install
         trap remove_cluster EXIT
-        [ "${BENCH_HUGE_PAGES:-on}" = off ] || CLUSTER_HUGE_PAGES=1
         start_cluster bench "shared_buffers = '1GB'" "max_connections = 100"
         bash bench/run.sh
         bash bench/diagnostics.sh
