@@ -94,12 +94,13 @@ choose_tmp() {
 # Returns 1, reserving nothing, when that cannot be done: the cluster then runs with
 # huge_pages = off, and the bench reports which it had.
 HUGE_PAGES_BEFORE=""
+huge_pages_free() { awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo; }
 reserve_huge_pages() {
     local data=$1 need free before want
     need=$(as_run_user "$PGBIN/postgres" -D "$data" -C shared_memory_size_in_huge_pages 2>/dev/null) || return 1
     [[ "$need" =~ ^[0-9]+$ ]] && (( need > 0 )) || return 1
     [ -r /proc/sys/vm/nr_hugepages ] || return 1
-    free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+    free=$(huge_pages_free)
     if (( ${free:-0} >= need )); then
         log "huge pages: $need of the $free the host has free go to the cluster"
         return 0
@@ -112,7 +113,7 @@ reserve_huge_pages() {
         return 1
     fi
     HUGE_PAGES_BEFORE=$before
-    free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+    free=$(huge_pages_free)
     if (( ${free:-0} < need )); then
         echo "huge pages: the kernel found $free of the $need asked for: the cluster runs with huge_pages = off" >&2
         release_huge_pages
