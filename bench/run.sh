@@ -56,6 +56,8 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 PGB_DIR=$HERE/pgbench
+# shellcheck source=test/lib/pgbouncer.sh
+source "$HERE/../test/lib/pgbouncer.sh"   # workload 2's pooled runs
 OUT=${BENCH_OUT:-$HERE}
 mkdir -p "$OUT"
 RUNS=${BENCH_RUNS:-3}
@@ -109,6 +111,7 @@ WORK=$(mktemp -d /tmp/pg_sched_bench.XXXXXX)
 CREATED=()
 BG_PIDS=()                             # pgbench runs in the background (pgb_bg), until joined
 BG_NAMES=()
+POOL_DIR=""                            # workload 2's pgbouncer keeps its files there
 START=$(date +%s)
 
 cleanup() {
@@ -116,6 +119,8 @@ cleanup() {
     for pid in "${BG_PIDS[@]}"; do
         kill "$pid" 2>/dev/null || true
     done
+    pgbouncer_stop
+    [ -n "$POOL_DIR" ] && rm -rf "$POOL_DIR"
     if [ "${BENCH_KEEP:-0}" != 1 ]; then
         for db in "${CREATED[@]}"; do
             psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
@@ -378,20 +383,30 @@ fi
 # ---- workload 2 -----------------------------------------------------------------------------
 # Every run of every implementation starts from a reset queue.  With 8 clients: pg_sched,
 # the batched write floor, PL/pgSQL and the plain claim; then pg_sched with 1, 2, 4 and 32
-# clients (no collapse: 8 and 32 against the best of 1, 2 and 4).
+# clients (no collapse: 8 and 32 against the best of 1, 2 and 4).  Side by side, 8 and 32
+# clients through pgbouncer in transaction mode with as many server connections as the
+# server has CPUs (pooled; pgbouncer 1.18 keeps no prepared statements, so -M extended).
 if wants 2; then
     phase "workload 2"
-    say "W2: dispatch_next($BATCH) with $W2_CLIENTS clients; with 8 vs the batched write floor, PL/pgSQL, plain claim; $FLEET nodes, $QUEUE queued, ${T2} s runs"
+    POOL_SIZE=$(nproc)
+    POOL_DIR=$(mktemp -d /tmp/pg_sched_bench_pool.XXXXXX)
+    chmod 755 "$POOL_DIR"               # pgbouncer runs as the OS user postgres when root
+    pgbouncer_start "$POOL_DIR/pgbouncer" "$PGHOST" "$PGPORT" "$POOL_SIZE" >"$WORK/pgbouncer.out" ||
+        die "pgbouncer did not start for workload 2's pooled runs"
+    say "W2: dispatch_next($BATCH) with $W2_CLIENTS clients; with 8 vs the batched write floor, PL/pgSQL, plain claim; 8 and 32 also through pgbouncer ($POOL_SIZE server connections); $FLEET nodes, $QUEUE queued, ${T2} s runs"
     for r in $(seq 1 "$RUNS"); do
         line=""
         for run in pg:8 floor_batch:8 plpgsql:8 claim:8 $(for c in $W2_CLIENTS; do [ "$c" != 8 ] && echo "pg:$c"; done) \
-                   pg_nogate:8 pg_nogate:32 pg_nomove:8; do
+                   pg_nogate:8 pg_nogate:32 pg_nomove:8 pooled:8 pooled:32; do
             impl=${run%%:*}
             c=${run#*:}
             settle "$DB_DISPATCH" reset noanalyze
             opts=""
+            via=()
             case $impl in
                 pg) script=w2_dispatch_next.pgbench ;;
+                # the same clients through pgbouncer: $POOL_SIZE backends do the work
+                pooled) script=w2_dispatch_next.pgbench; via=(-M extended -h 127.0.0.1 -p "$PGBOUNCER_PORT") ;;
                 # the same without the dispatch gate (src/dispatch_gate.c), side by side
                 pg_nogate) script=w2_dispatch_next.pgbench; opts="-c sched.dispatch_concurrency=0" ;;
                 # the gate's waiters left where the kernel wakes them, side by side
@@ -401,7 +416,7 @@ if wants 2; then
                 claim) script=w2_plain_claim.pgbench ;;
             esac
             gate0=$(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out, handed FROM sched._dispatch_gate()")
-            PGOPTIONS="$opts" pgb "w2_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T2" -D batch=$BATCH -D nodes="$FLEET" -f "$PGB_DIR/$script"
+            PGOPTIONS="$opts" pgb "w2_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T2" "${via[@]}" -D batch=$BATCH -D nodes="$FLEET" -f "$PGB_DIR/$script"
             if [ "$impl" = pg ]; then
                 # the dispatch gate (src/dispatch_gate.c): the share of turns that waited,
                 # that saw no turn given back for sched.dispatch_wait_max, and the turns
@@ -427,6 +442,7 @@ if wants 2; then
         done
         say "W2 run $r/$RUNS (placements/s; implementation/clients):$line"
     done
+    pgbouncer_stop
 fi
 
 # ---- workload 6 -----------------------------------------------------------------------------
@@ -436,7 +452,8 @@ fi
 # RssAnon of the backend every millisecond: the backend's private memory, without the
 # shared buffers it touches.
 mem_probe() { # N RUN -> sets MEM_HWM_KB MEM_ANON_KB (growth during the call)
-    local n=$1 r=$2 pidfile=$WORK/mem_pid_${n}_$r statusfile=$WORK/mem_status_${n}_$r
+    local n=$1 r=$2
+    local pidfile=$WORK/mem_pid_${n}_$r statusfile=$WORK/mem_status_${n}_$r
     local peak=0 base pid k v u psql_pid
     rm -f "$pidfile"
     psql -X -q -At -v ON_ERROR_STOP=1 -d "$DB_DISPATCH" >"$statusfile" 2>"$statusfile.err" <<SQL &
@@ -896,8 +913,13 @@ if wants 2; then
             *) row 2 "dispatch_next($BATCH), $c client$( [ "$c" != 1 ] && echo s), $FLEET nodes" "placements/s" "$(fmt "$v")" "-" "$(ratio "$v" "$best")x best of 1, 2, 4" "-" "-" ;;
         esac
     done
+    for c in 8 32; do
+        v=$(median "w2.pooled.c$c")
+        row 2 "dispatch_next($BATCH), $c clients through pgbouncer (transaction mode, $POOL_SIZE server connections)" "placements/s" "$(fmt "$v")" "best of 1, 2, 4 clients: $(fmt "$best")/s ($bestc); $c clients directly: $(fmt "$(median "w2.pg.c$c")")/s" "$(ratio "$v" "$best")x best" "- (beside target 2)" "-"
+    done
     r8=$(ratio "$pg" "$best"); r32=$(ratio "$(median w2.pg.c32)" "$best")
     note "Workload 2, clients: $(for c in $W2_CLIENTS; do printf '%s: %s/s, ' "$c" "$(fmt "$(median "w2.pg.c$c")")"; done | sed 's/, $//'); the best of 1, 2 and 4 is $(fmt "$best")/s ($bestc clients); 8 clients get ${r8}x of it, 32 get ${r32}x (target >= 0.9x each: $(yesno ge "$r8" 0.9), $(yesno ge "$r32" 0.9))."
+    note "Workload 2 through pgbouncer in transaction mode with $POOL_SIZE server connections (as many as the server's CPUs; -M extended), side by side: 8 clients $(fmt "$(median w2.pooled.c8)")/s ($(ratio "$(median w2.pooled.c8)" "$best")x the best of 1, 2 and 4 direct; directly ${r8}x), 32 clients $(fmt "$(median w2.pooled.c32)")/s ($(ratio "$(median w2.pooled.c32)" "$best")x; directly ${r32}x)."
     note "Workload 2, without the dispatch gate (sched.dispatch_concurrency = 0), side by side: 8 clients $(fmt "$(median w2.pg_nogate.c8)")/s (the gate's figure is $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nogate.c8)")x it), 32 clients $(fmt "$(median w2.pg_nogate.c32)")/s ($(ratio "$(median w2.pg.c32)" "$(median w2.pg_nogate.c32)")x)."
     note "Workload 2, the gate's waiters left on the CPU the kernel woke them on (sched.dispatch_move_to_free_cpu = off), side by side: 8 clients $(fmt "$(median w2.pg_nomove.c8)")/s (with the move, as by default: $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nomove.c8)")x it)."
     note "Workload 2, the dispatch gate (sched.dispatch_concurrency: at most that many placement calls at once, the others wait their turn): share of calls that waited for a turn $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_waited.c$c")" 2)"; done | sed 's/, $//'); that saw no turn given back for sched.dispatch_wait_max and ran over the limit $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_timed_out.c$c")" 3)"; done | sed 's/, $//'); turns handed to a waiter that had waited sched.dispatch_handoff_after $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_handed.c$c")" 2)"; done | sed 's/, $//')."
@@ -1014,7 +1036,7 @@ fi
     echo "- pg_sched $EXT_VERSION"
     echo "- settings: $(echo "$SETTINGS" | paste -sd ';' | sed 's/;/; /g')"
     echo "- bench/run.sh ran $(( ($(date +%s) - START + 30) / 60 )) minutes (without the build and install of \`make bench\`): $PHASES"
-    echo "- pgbench: \`-n -M prepared\`, -T per run: workloads 1 and 9 ${T1} s, 2 and 8 ${T2} s, 3 ${T3} s (its new-connection rows ${T3C} s), 5 ${T5} s, 7 ${T7} s; workload 4: $W4_TX transactions per run; -j 2 with more than one client"
+    echo "- pgbench: \`-n -M prepared\`, -T per run: workloads 1 and 9 ${T1} s, 2 and 8 ${T2} s, 3 ${T3} s (its new-connection rows ${T3C} s), 5 ${T5} s, 7 ${T7} s; workload 4: $W4_TX transactions per run; -j 2 with more than one client; workload 2's pooled runs \`-M extended\` through pgbouncer $("${PGBOUNCER_BIN:-pgbouncer}" --version 2>/dev/null | head -1 | awk '{print $2}') (pool_mode = transaction, default_pool_size = ${POOL_SIZE:-$(nproc)})"
     echo
     echo "## Results (medians)"
     echo
