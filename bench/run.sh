@@ -1036,7 +1036,7 @@ fi
     echo "- pg_sched $EXT_VERSION"
     echo "- settings: $(echo "$SETTINGS" | paste -sd ';' | sed 's/;/; /g')"
     echo "- bench/run.sh ran $(( ($(date +%s) - START + 30) / 60 )) minutes (without the build and install of \`make bench\`): $PHASES"
-    echo "- pgbench: \`-n -M prepared\`, -T per run: workloads 1 and 9 ${T1} s, 2 and 8 ${T2} s, 3 ${T3} s (its new-connection rows ${T3C} s), 5 ${T5} s, 7 ${T7} s; workload 4: $W4_TX transactions per run; -j 2 with more than one client; workload 2's pooled runs \`-M extended\` through pgbouncer $("${PGBOUNCER_BIN:-pgbouncer}" --version 2>/dev/null | head -1 | awk '{print $2}') (pool_mode = transaction, default_pool_size = ${POOL_SIZE:-$(nproc)})"
+    echo "- pgbench: \`-n -M prepared\`, -T per run: workloads 1 and 9 ${T1} s, 2 and 8 ${T2} s, 3 ${T3} s (its new-connection rows ${T3C} s), 5 ${T5} s, 7 ${T7} s; workload 4: $W4_TX transactions per run; -j 2 with more than one client$( [ -n "${POOL_SIZE:-}" ] && echo "; workload 2's pooled runs \`-M extended\` through pgbouncer $("$PGBOUNCER_BIN" --version | head -1 | awk '{print $2}') (pool_mode = transaction, default_pool_size = $POOL_SIZE)")"
     echo
     echo "## Results (medians)"
     echo
