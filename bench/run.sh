@@ -642,9 +642,9 @@ fi
 # =============================================================================================
 # Workload 3: select_candidate latency vs fleet size
 # =============================================================================================
-# w3_measure NODES: RUNS rounds, each the fleet alone ($DB_FLEET: pg_sched, then the SQL
-# baseline), the fleet beside 10x nodes of another capability ($DB_FLEET_OTHERS: pg_sched),
-# then the cold first call on the fleet alone; the two fleets one right after the other,
+# w3_measure NODES: RUNS rounds, each the fleet alone ($DB_FLEET: pg_sched), the fleet
+# beside 10x nodes of another capability ($DB_FLEET_OTHERS: pg_sched), the SQL baseline on
+# the fleet alone, then its cold first call; the two fleets one right after the other,
 # so that their ratio is measured side by side, not a minute apart on a machine whose
 # speed drifts, and the ratio judged is the median of the rounds' ratios (the pairs), not
 # the ratio of two medians that may come from different rounds
