@@ -216,6 +216,13 @@ void
 sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
 				 SchedFleet *fleet)
 {
+	sched_fleet_load_into(capability, flags, keys_of, fleet, CurrentMemoryContext);
+}
+
+void
+sched_fleet_load_into(const char *capability, int flags, const SchedPlacement *keys_of,
+					  SchedFleet *fleet, MemoryContext rows_cxt)
+{
 	SchedStatement *stmt = (flags & SCHED_FLEET_NO_WORKERS) ? &fleet_nodes :
 		(flags & SCHED_FLEET_WORKERS_ONLY) ? &fleet_workers :
 		(flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
@@ -230,7 +237,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 	 */
 	fleet->count = 0;
 	fleet->busy_count = 0;
-	fleet->rows = palloc(sizeof(SchedFleetRow) * allocated);
+	fleet->rows = MemoryContextAlloc(rows_cxt, sizeof(SchedFleetRow) * allocated);
 	portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
 	for (;;)
 	{
@@ -244,7 +251,7 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 		{
 			while (fleet->count + (int) SPI_processed > allocated)
 				allocated *= 4;		/* few copies of a large fleet */
-			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);
+			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);	/* (in rows_cxt) */
 		}
 		for (i = 0; i < SPI_processed; i++)
 			decode_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
