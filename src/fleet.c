@@ -212,6 +212,38 @@ sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_la
 	decode_tuple(tup, desc, r, with_labels, keys_of, true);
 }
 
+/*
+ * Reads the rows of an open fleet cursor into fleet (its rows array allocated, in the
+ * context it was allocated in), FLEET_CHUNK rows at a time, so that a large fleet is never
+ * materialized whole; each chunk is decoded (into `caller`) and freed.
+ */
+static void
+fetch_fleet_rows(Portal portal, int flags, const SchedPlacement *keys_of, SchedFleet *fleet,
+				 int allocated, MemoryContext caller)
+{
+	for (;;)
+	{
+		uint64		i;
+
+		SPI_cursor_fetch(portal, true, FLEET_CHUNK);
+		MemoryContextSwitchTo(caller);
+		if (SPI_processed == 0)
+			break;
+		if (fleet->count + (int) SPI_processed > allocated)
+		{
+			while (fleet->count + (int) SPI_processed > allocated)
+				allocated *= 4;		/* few copies of a large fleet */
+			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);
+		}
+		for (i = 0; i < SPI_processed; i++)
+			decode_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+						 &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0,
+						 keys_of, (flags & SCHED_FLEET_WORKERS_ONLY) == 0);
+		SPI_freetuptable(SPI_tuptable);
+		SPI_tuptable = NULL;
+	}
+}
+
 void
 sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
 				 SchedFleet *fleet)
@@ -228,37 +260,32 @@ sched_fleet_load_into(const char *capability, int flags, const SchedPlacement *k
 		(flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
 	Datum		arg = CStringGetTextDatum(capability);
 	Portal		portal;
-	int			allocated = 1024;
 	MemoryContext caller = CurrentMemoryContext;	/* SPI returns in its own */
 
-	/*
-	 * Read through a cursor, FLEET_CHUNK rows at a time, so that a large fleet is never
-	 * materialized whole; each chunk is decoded and freed.
-	 */
 	fleet->count = 0;
 	fleet->busy_count = 0;
-	fleet->rows = MemoryContextAlloc(rows_cxt, sizeof(SchedFleetRow) * allocated);
-	portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
-	for (;;)
+	fleet->rows = MemoryContextAlloc(rows_cxt, sizeof(SchedFleetRow) * 1024);
+	if (rows_cxt == caller)
 	{
-		uint64		i;
-
-		SPI_cursor_fetch(portal, true, FLEET_CHUNK);
-		MemoryContextSwitchTo(caller);
-		if (SPI_processed == 0)
-			break;
-		if (fleet->count + (int) SPI_processed > allocated)
+		portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
+		fetch_fleet_rows(portal, flags, keys_of, fleet, 1024, caller);
+	}
+	else
+	{
+		/* rows kept beyond the caller's memory are not left behind by an error (a cancel) */
+		PG_TRY();
 		{
-			while (fleet->count + (int) SPI_processed > allocated)
-				allocated *= 4;		/* few copies of a large fleet */
-			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);	/* (in rows_cxt) */
+			portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
+			fetch_fleet_rows(portal, flags, keys_of, fleet, 1024, caller);
 		}
-		for (i = 0; i < SPI_processed; i++)
-			decode_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-						 &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0,
-						 keys_of, (flags & SCHED_FLEET_WORKERS_ONLY) == 0);
-		SPI_freetuptable(SPI_tuptable);
-		SPI_tuptable = NULL;
+		PG_CATCH();
+		{
+			pfree(fleet->rows);
+			fleet->rows = NULL;
+			fleet->count = 0;
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 	}
 	SPI_cursor_close(portal);
 	MemoryContextSwitchTo(caller);

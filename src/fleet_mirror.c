@@ -722,9 +722,10 @@ load_cap(const char *capability)
 	 */
 	for (i = 0; i < read.count; i++)
 		pack_row(&read.rows[i]);
-	cap->fleet.rows = read.rows;
+	/* (the load grows the array fourfold: give back what it did not fill) */
+	cap->fleet.rows = repalloc(read.rows, sizeof(SchedFleetRow) * Max(read.count, 1));
 	cap->fleet.count = read.count;
-	cap->allocated = read.count;
+	cap->allocated = Max(read.count, 1);
 	MemoryContextDelete(tmp);
 	index_rows(cap);
 	M.ncaps++;
