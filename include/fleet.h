@@ -72,6 +72,12 @@ extern void sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r,
 extern void sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
 							 SchedFleet *fleet);
 
+/* As sched_fleet_load, with fleet->rows (the array, not the strings) allocated in
+ * rows_cxt: a caller that keeps the rows takes the array as it is, without a copy. */
+extern void sched_fleet_load_into(const char *capability, int flags,
+								  const SchedPlacement *keys_of, SchedFleet *fleet,
+								  MemoryContext rows_cxt);
+
 /* The candidates of a fleet by reference, in fleet order (sched_fleet_merge). */
 typedef struct SchedFleetRefs
 {

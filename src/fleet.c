@@ -212,26 +212,15 @@ sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_la
 	decode_tuple(tup, desc, r, with_labels, keys_of, true);
 }
 
-void
-sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
-				 SchedFleet *fleet)
+/*
+ * Reads the rows of an open fleet cursor into fleet (its rows array allocated, in the
+ * context it was allocated in), FLEET_CHUNK rows at a time, so that a large fleet is never
+ * materialized whole; each chunk is decoded (into `caller`) and freed.
+ */
+static void
+fetch_fleet_rows(Portal portal, int flags, const SchedPlacement *keys_of, SchedFleet *fleet,
+				 int allocated, MemoryContext caller)
 {
-	SchedStatement *stmt = (flags & SCHED_FLEET_NO_WORKERS) ? &fleet_nodes :
-		(flags & SCHED_FLEET_WORKERS_ONLY) ? &fleet_workers :
-		(flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
-	Datum		arg = CStringGetTextDatum(capability);
-	Portal		portal;
-	int			allocated = 1024;
-	MemoryContext caller = CurrentMemoryContext;	/* SPI returns in its own */
-
-	/*
-	 * Read through a cursor, FLEET_CHUNK rows at a time, so that a large fleet is never
-	 * materialized whole; each chunk is decoded and freed.
-	 */
-	fleet->count = 0;
-	fleet->busy_count = 0;
-	fleet->rows = palloc(sizeof(SchedFleetRow) * allocated);
-	portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
 	for (;;)
 	{
 		uint64		i;
@@ -252,6 +241,51 @@ sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_o
 						 keys_of, (flags & SCHED_FLEET_WORKERS_ONLY) == 0);
 		SPI_freetuptable(SPI_tuptable);
 		SPI_tuptable = NULL;
+	}
+}
+
+void
+sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
+				 SchedFleet *fleet)
+{
+	sched_fleet_load_into(capability, flags, keys_of, fleet, CurrentMemoryContext);
+}
+
+void
+sched_fleet_load_into(const char *capability, int flags, const SchedPlacement *keys_of,
+					  SchedFleet *fleet, MemoryContext rows_cxt)
+{
+	SchedStatement *stmt = (flags & SCHED_FLEET_NO_WORKERS) ? &fleet_nodes :
+		(flags & SCHED_FLEET_WORKERS_ONLY) ? &fleet_workers :
+		(flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
+	Datum		arg = CStringGetTextDatum(capability);
+	Portal		portal;
+	MemoryContext caller = CurrentMemoryContext;	/* SPI returns in its own */
+
+	fleet->count = 0;
+	fleet->busy_count = 0;
+	fleet->rows = MemoryContextAlloc(rows_cxt, sizeof(SchedFleetRow) * 1024);
+	if (rows_cxt == caller)
+	{
+		portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
+		fetch_fleet_rows(portal, flags, keys_of, fleet, 1024, caller);
+	}
+	else
+	{
+		/* rows kept beyond the caller's memory are not left behind by an error (a cancel) */
+		PG_TRY();
+		{
+			portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
+			fetch_fleet_rows(portal, flags, keys_of, fleet, 1024, caller);
+		}
+		PG_CATCH();
+		{
+			pfree(fleet->rows);
+			fleet->rows = NULL;
+			fleet->count = 0;
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 	}
 	SPI_cursor_close(portal);
 	MemoryContextSwitchTo(caller);
