@@ -107,6 +107,9 @@ DB_HOT=sched_bench_hot
 DB_E2E=sched_bench_e2e
 DB_KEYS=sched_bench_keys
 DB_DEPTH=sched_bench_depth             # workload 4: the smallest queue, beside the largest
+# the fleet of workloads 1, 2, 4, 8, 9 (bulk template): capacity 1,000 CPUs and 4 TB per
+# node, 100,000 slots per worker, so that a run never fills them
+DISPATCH_FLEET="SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
 
 WORK=$(mktemp -d /tmp/pg_sched_bench.XXXXXX)
 CREATED=()
@@ -155,6 +158,8 @@ median() {
         awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 values() { awk -F'\t' -v k="$1" '$1 == k { printf "%s%s", sep, $2; sep = ", " }' "$RES"; }
+# ratios KEY: the recorded ratios, each as 1.23x, comma-separated
+ratios() { values "$1" | awk -F', ' '{ for (i = 1; i <= NF; i++) printf "%s%.2fx", (i > 1 ? ", " : ""), $i }'; }
 # arithmetic on decimals
 calc() { awk "BEGIN { x = $1; printf \"%.6g\", x }"; }
 fmt() { # fmt VALUE DECIMALS -> grouped number, or "n/a"
@@ -339,8 +344,7 @@ if wants 1 || wants 2 || wants 4 || wants 6 || wants 9; then
     phase "loads of the dispatch database, workload 4"
     say "database $DB_DISPATCH: fleet of $FLEET nodes (mixed: ~9% not admissible), slots and capacity never run out"
     create_db "$DB_DISPATCH"
-    # capacity 1,000 CPUs and 4 TB per node, 100,000 slots per worker: a run never fills them
-    bulk "$DB_DISPATCH" 1 "$FLEET" "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
+    bulk "$DB_DISPATCH" 1 "$FLEET" "$DISPATCH_FLEET"
 
     loaded=0
     for size in $W4_SIZES; do
@@ -386,10 +390,9 @@ if wants 1 || wants 2 || wants 4 || wants 6 || wants 9; then
         # largest one right after the other; the verdict is the median of the rounds' ratios.
         small_q=${W4_SIZES%% *}
         create_db "$DB_DEPTH"
-        bulk "$DB_DEPTH" 1 "$FLEET" "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
+        bulk "$DB_DEPTH" 1 "$FLEET" "$DISPATCH_FLEET"
         load_requests "$DB_DEPTH" 1 "$small_q"
         settle "$DB_DEPTH" reset
-        settle "$DB_DEPTH" reset nocheckpoint
         pgb "w4_warmup_depth" "$DB_DEPTH" 1 "x$W4_TX" -D batch=$BATCH -f "$PGB_DIR/w4_dispatch_next.pgbench"
         for r in $(seq 1 "$RUNS"); do
             line=""
@@ -631,7 +634,7 @@ if wants 9; then
         w9_runs "$FLEET" "w1.@.c1"
     fi
     say "W9: the fleet grows to $FLAT_FLEET nodes"
-    bulk "$DB_DISPATCH" $((FLEET + 1)) "$FLAT_FLEET" "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
+    bulk "$DB_DISPATCH" $((FLEET + 1)) "$FLAT_FLEET" "$DISPATCH_FLEET"
     sql "$DB_DISPATCH" -c "ANALYZE sched.node, sched.worker" >/dev/null
     w9_runs "$FLAT_FLEET" "w9.@"
 fi
@@ -777,7 +780,7 @@ if wants 8; then
     phase "workload 8"
     say "database $DB_KEYS: fleet of $FLEET nodes; tenants 'plain' and 'keyed' with $KEYS_QUEUE requests each ('keyed': $KEYS limited concurrency keys and a tenant quota, never reached)"
     create_db "$DB_KEYS"
-    bulk "$DB_KEYS" 1 "$FLEET" "SELECT bench.load_fleet('node', @FIRST@, @LAST@, 'build', true, 100000, 1000000, 4000000)"
+    bulk "$DB_KEYS" 1 "$FLEET" "$DISPATCH_FLEET"
     bulk "$DB_KEYS" 1 "$KEYS_QUEUE" "SELECT bench.load_tenant_requests(@FIRST@, @LAST@, 'build', '$T0', 'plain', 0)"
     bulk "$DB_KEYS" $((KEYS_QUEUE + 1)) $((2 * KEYS_QUEUE)) "SELECT bench.load_tenant_requests(@FIRST@, @LAST@, 'build', '$T0', 'keyed', $KEYS)"
     w8_tenants="plain keyed"
@@ -994,7 +997,7 @@ if wants 3; then
     for n in $W3_SIZES; do
         pg=$(median "w3.plain.pg.$n"); po=$(median "w3.others.pg.$n")
         rt=$(ratio "$(median "w3.others_ratio.$n")" 1)
-        row 3 "select_candidate, $(fmt "$n") nodes + $(fmt $((10 * n))) of other capabilities" "p50 ms" "$(fmt "$po" 3)" "pg_sched without the others $(fmt "$pg" 3) ms; each round's ratio: $(values "w3.others_ratio.$n" | awk -F', ' '{ for (i = 1; i <= NF; i++) printf "%s%.2fx", (i > 1 ? ", " : ""), $i }')" "${rt}x (median of the rounds')" "<= 1.2x" "$(yesno le "$rt" 1.2)"
+        row 3 "select_candidate, $(fmt "$n") nodes + $(fmt $((10 * n))) of other capabilities" "p50 ms" "$(fmt "$po" 3)" "pg_sched without the others $(fmt "$pg" 3) ms; each round's ratio: $(ratios "w3.others_ratio.$n")" "${rt}x (median of the rounds')" "<= 1.2x" "$(yesno le "$rt" 1.2)"
     done
     note "Workload 3: p50 at 10,000 nodes $(fmt "$(median w3.plain.pg.10000)" 3) ms (target <= 2 ms: $(yesno le "$(median w3.plain.pg.10000)" 2)); with 10x nodes of other capabilities the p50 is $(for n in $W3_SIZES; do printf '%sx at %s, ' "$(ratio "$(median "w3.others_ratio.$n")" 1)" "$(fmt "$n")"; done | sed 's/, $//') (the median of the rounds' ratios, each round measuring the two one after the other; the ratio of the two medians: $(for n in $W3_SIZES; do printf '%sx, ' "$(ratio "$(median "w3.others.pg.$n")" "$(median "w3.plain.pg.$n")")"; done | sed 's/, $//'); target <= 1.2x)."
     note "Workload 3 growth: from $(fmt "${w3sizes[0]}") to $(fmt "${w3sizes[${#w3sizes[@]}-1]}") nodes the pg_sched p50 grows $(ratio "$(median "w3.plain.pg.${w3sizes[${#w3sizes[@]}-1]}")" "$(median "w3.plain.pg.${w3sizes[0]}")")x (SQL baseline: $(ratio "$(median "w3.plain.sql.${w3sizes[${#w3sizes[@]}-1]}")" "$(median "w3.plain.sql.${w3sizes[0]}")")x)."
@@ -1006,7 +1009,7 @@ if wants 4; then
         row 4 "dispatch_next($BATCH), 1 client, $(fmt "$s") pending" "us per dispatch" "$(fmt "$pg" 1)" "plain claim $(fmt "$cl" 1) us per claim" "$( [ "$s" = "$large" ] && echo "$(ratio "$pg" "$(median "w4.pg.us.$small")")x the $(fmt "$small") figure above" || echo -)" "-" "-"
     done
     rp=$(ratio "$(median w4.pair_ratio)" 1)
-    row 4 "dispatch_next($BATCH), 1 client, $(fmt "$large") pending, side by side with $(fmt "$small") (a second database, the same fleet, measured in turn)" "us per dispatch" "$(fmt "$(median w4.pair.us.large)" 1)" "$(fmt "$small") pending: $(fmt "$(median w4.pair.us.small)" 1) us; each round's ratio: $(values w4.pair_ratio | awk -F', ' '{ for (i = 1; i <= NF; i++) printf "%s%.2fx", (i > 1 ? ", " : ""), $i }')" "${rp}x (median of the rounds')" "<= 1.3x the $(fmt "$small") figure" "$(yesno le "$rp" 1.3)"
+    row 4 "dispatch_next($BATCH), 1 client, $(fmt "$large") pending, side by side with $(fmt "$small") (a second database, the same fleet, measured in turn)" "us per dispatch" "$(fmt "$(median w4.pair.us.large)" 1)" "$(fmt "$small") pending: $(fmt "$(median w4.pair.us.small)" 1) us; each round's ratio: $(ratios w4.pair_ratio)" "${rp}x (median of the rounds')" "<= 1.3x the $(fmt "$small") figure" "$(yesno le "$rp" 1.3)"
     note "Workload 4: measured side by side, a dispatch costs $(fmt "$(median w4.pair.us.small)" 1) us with $(fmt "$small") pending and $(fmt "$(median w4.pair.us.large)" 1) us with $(fmt "$large") (${rp}x, the median of the rounds' ratios; target <= 1.3x: $(yesno le "$rp" 1.3)); measured each at its size as the queue grew, $(fmt "$(median "w4.pg.us.$small")" 1) and $(fmt "$(median "w4.pg.us.$large")" 1) us ($(ratio "$(median "w4.pg.us.$large")" "$(median "w4.pg.us.$small")")x); the plain claim: $(ratio "$(median "w4.claim.us.$large")" "$(median "w4.claim.us.$small")")x. Loading $(fmt "$large") requests took $(fmt "$(median "w4.load_s.$large")" 1) s."
 fi
 if wants 5; then

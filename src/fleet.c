@@ -90,6 +90,7 @@ static SchedStatement fleet_nodes = {
 
 #define FC_COUNT FC_NODE_TID
 #define FLEET_CHUNK 512
+#define FLEET_FIRST_ROWS 1024	/* a load's rows array to begin with (grown fourfold) */
 
 /* Whether text datum d equals the ASCII string s (no copy). */
 static bool
@@ -264,29 +265,21 @@ sched_fleet_load_into(const char *capability, int flags, const SchedPlacement *k
 
 	fleet->count = 0;
 	fleet->busy_count = 0;
-	fleet->rows = MemoryContextAlloc(rows_cxt, sizeof(SchedFleetRow) * 1024);
-	if (rows_cxt == caller)
+	fleet->rows = MemoryContextAlloc(rows_cxt, sizeof(SchedFleetRow) * FLEET_FIRST_ROWS);
+	/* rows kept beyond the caller's memory are not left behind by an error (a cancel) */
+	PG_TRY();
 	{
 		portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
-		fetch_fleet_rows(portal, flags, keys_of, fleet, 1024, caller);
+		fetch_fleet_rows(portal, flags, keys_of, fleet, FLEET_FIRST_ROWS, caller);
 	}
-	else
+	PG_CATCH();
 	{
-		/* rows kept beyond the caller's memory are not left behind by an error (a cancel) */
-		PG_TRY();
-		{
-			portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
-			fetch_fleet_rows(portal, flags, keys_of, fleet, 1024, caller);
-		}
-		PG_CATCH();
-		{
-			pfree(fleet->rows);
-			fleet->rows = NULL;
-			fleet->count = 0;
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
+		pfree(fleet->rows);
+		fleet->rows = NULL;
+		fleet->count = 0;
+		PG_RE_THROW();
 	}
+	PG_END_TRY();
 	SPI_cursor_close(portal);
 	MemoryContextSwitchTo(caller);
 }
