@@ -705,13 +705,18 @@ load_cap(const char *capability)
 			? MemoryContextAlloc(M.cxt, sizeof(MirrorCap) * M.caps_allocated)
 			: repalloc(M.caps, sizeof(MirrorCap) * M.caps_allocated);
 	}
+	/*
+	 * The load first, before anything of the capability is allocated in M.cxt: an error
+	 * in it (a cancel) leaves nothing there (the load frees its rows array), and nothing
+	 * after it checks for interrupts.  test/t/011_fleet_mirror_cancel.pl.
+	 */
+	old = MemoryContextSwitchTo(tmp);
+	sched_fleet_load_into(capability, SCHED_FLEET_LABELS, NULL, &read, M.cxt);
+	MemoryContextSwitchTo(old);
 	cap = &M.caps[M.ncaps];
 	memset(cap, 0, sizeof(*cap));
 	sched_admit_memos_init(&cap->memos, M.cxt);
 	cap->capability = MemoryContextStrdup(M.cxt, capability);
-	old = MemoryContextSwitchTo(tmp);
-	sched_fleet_load_into(capability, SCHED_FLEET_LABELS, NULL, &read, M.cxt);
-	MemoryContextSwitchTo(old);
 
 	/*
 	 * The capability takes the rows' array the load filled (in M.cxt), each row's strings
