@@ -34,8 +34,13 @@
  * writes): once settled, they are patched in, or re-read when that cannot be shown exact.
  *
  * When entries were lost (the ring wrapped, a TRUNCATE, the first use in this backend),
- * transactions still running may have written entries this backend never saw.  The mirror
- * then reloads each capability from scratch at every refresh until a snapshot shows every
+ * transactions still running may have written entries this backend never saw.  After the
+ * first use or a wrap, the refresh first looks for them in the ring (window_start): every
+ * entry records the highest xid appended up to it, so when an entry still in the ring
+ * precedes every transaction unsettled in the snapshot, reading from it on finds all
+ * their entries, and the capabilities, loaded afresh, need nothing more.  Otherwise (and
+ * after a TRUNCATE or an error) the mirror
+ * reloads each capability from scratch at every refresh until a snapshot shows every
  * transaction older than the loss (xid < reload_xid) settled: transactions started after
  * it append only entries this backend reads.  The refreshing transaction itself counts
  * as unsettled when its xid is older than the loss (its own rows, read by the reloads,
@@ -120,6 +125,9 @@ typedef struct SchedChange
 	pg_atomic_uint64 seq;		/* sequence number of the entry in this slot; 0: none */
 	Oid			dbid;
 	TransactionId xid;			/* top-level */
+	FullTransactionId hi;		/* the highest top-level xid among the entries up to this
+								 * one (any database): a transaction with a later xid
+								 * appended nothing before it (window_start) */
 	TransactionId subxid;		/* counters: the (sub)transaction that updates the row */
 	ItemPointerData old_tid;	/* counters: the version it updates */
 	ItemPointerData new_tid;	/* counters written without a statement: the version
@@ -135,6 +143,7 @@ typedef struct SchedChangeLog
 {
 	slock_t		mutex;			/* serializes writers */
 	pg_atomic_uint64 next_seq;	/* entries with seq < next_seq are complete */
+	FullTransactionId hi;		/* the last entry's hi (under mutex) */
 	int			size;
 	SchedChange entries[FLEXIBLE_ARRAY_MEMBER];
 } SchedChangeLog;
@@ -161,6 +170,7 @@ sched_fleet_mirror_shmem_attach(void *ptr, bool found)
 
 		SpinLockInit(&change_log->mutex);
 		pg_atomic_init_u64(&change_log->next_seq, 1);
+		change_log->hi = InvalidFullTransactionId;
 		change_log->size = sched_fleet_change_log_size;
 		for (i = 0; i < change_log->size; i++)
 			pg_atomic_init_u64(&change_log->entries[i].seq, 0);
@@ -174,7 +184,8 @@ change_log_append(ChangeKind kind, const char *node_id, size_t len, ItemPointer 
 				  ItemPointer new_tid, const ChangeCounters *counters,
 				  const pg_uuid_t *worker_id)
 {
-	TransactionId xid = GetTopTransactionId();
+	FullTransactionId full = GetTopFullTransactionId();	/* assigned before the append */
+	TransactionId xid = XidFromFullTransactionId(full);
 	TransactionId subxid = IS_COUNTERS(kind) ? GetCurrentTransactionId()
 		: InvalidTransactionId;
 	SchedChange *e;
@@ -189,6 +200,9 @@ change_log_append(ChangeKind kind, const char *node_id, size_t len, ItemPointer 
 	pg_write_barrier();
 	e->dbid = MyDatabaseId;
 	e->xid = xid;
+	if (FullTransactionIdFollows(full, change_log->hi))
+		change_log->hi = full;
+	e->hi = change_log->hi;
 	e->subxid = subxid;
 	e->kind = (uint8) kind;
 	e->len = kind != CHANGE_ALL ? (uint8) len : 0;
@@ -798,6 +812,74 @@ lose_entries(uint64 head)
 	M.losses++;
 }
 
+/* The hi of entry seq, if the entry is still in its slot (read as refresh reads one). */
+static bool
+entry_hi(uint64 seq, FullTransactionId *hi)
+{
+	SchedChange *slot = &change_log->entries[seq % change_log->size];
+
+	if (pg_atomic_read_u64(&slot->seq) != seq)
+		return false;
+	pg_read_barrier();
+	*hi = slot->hi;
+	pg_read_barrier();
+	return pg_atomic_read_u64(&slot->seq) == seq;
+}
+
+/*
+ * After a loss that dropped every capability, the first entry a refresh with snapshot S
+ * can read from instead of reloading until the older transactions settle: the
+ * capabilities are loaded afresh at S, so only the writes of transactions S does not see
+ * as settled can be missing, and every entry of theirs is at or after *start.
+ *
+ * Why: an entry's hi is the highest top-level xid among the entries up to it, kept under
+ * the log's mutex; a transaction appends only after its xid is assigned, so one that
+ * appended entry q has an xid at most hi(p) for every p >= q.  Every transaction S does
+ * not see as settled has an xid at least m = min(S->xmin, ours).  So if hi(p) < m, none
+ * of them appended anything up to p, and reading from p + 1 finds all their entries;
+ * the refresh keeps them pending (and drops nothing else: no capability is held).  hi
+ * grows with the entries, so the last such p still in the ring is found by bisection.
+ * False when even the oldest entry left has hi >= m (a transaction unsettled in S may
+ * have lost entries to the ring's wrap): then the mirror reloads as before.
+ */
+static bool
+window_start(Snapshot S, uint64 head, uint64 *start)
+{
+	FullTransactionId next = ReadNextFullTransactionId();	/* after S was taken */
+	FullTransactionId mine = GetTopFullTransactionIdIfAny();
+	FullTransactionId m;
+	FullTransactionId h;
+	uint64		oldest = head > (uint64) change_log->size ? head - change_log->size : 1;
+	uint64		lo = oldest - 1;	/* the last position known to qualify (or none) */
+	uint64		hi = head;		/* the first position known not to */
+
+	m = FullTransactionIdFromU64(U64FromFullTransactionId(next) -
+								 (uint32) (XidFromFullTransactionId(next) - S->xmin));
+	if (FullTransactionIdIsValid(mine) && FullTransactionIdPrecedes(mine, m))
+		m = mine;
+	/* qualifies: overwritten already (older than any entry left) or hi < m */
+	while (hi - lo > 1)
+	{
+		uint64		mid = lo + (hi - lo) / 2;
+
+		if (!entry_hi(mid, &h) || FullTransactionIdPrecedes(h, m))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (lo >= oldest && entry_hi(lo, &h) && FullTransactionIdPrecedes(h, m))
+	{
+		*start = lo + 1;
+		return true;
+	}
+	if (lo < oldest && oldest == 1)
+	{
+		*start = 1;				/* the log has never wrapped: every entry is there */
+		return true;
+	}
+	return false;
+}
+
 /*
  * Whether every transaction with an xid before M.reload_xid is settled in S.  This
  * transaction never is while it runs: if it wrote fleet rows before the loss, their
@@ -1253,15 +1335,22 @@ refresh(Snapshot S)
 	M.refreshes++;
 	head = pg_atomic_read_u64(&change_log->next_seq);	/* after S was taken */
 	pg_read_barrier();
-	if (M.dbid != MyDatabaseId || M.node_relid != node_relid || M.worker_relid != worker_relid)
+	if (M.dbid != MyDatabaseId || M.node_relid != node_relid || M.worker_relid != worker_relid ||
+		head - M.next_seq > (uint64) change_log->size)
 	{
+		uint64		start;
+
 		M.dbid = MyDatabaseId;
 		M.node_relid = node_relid;
 		M.worker_relid = worker_relid;
 		lose_entries(head);
+		/* read back to the first entry of any transaction unsettled in S, if still there */
+		if (window_start(S, head, &start))
+		{
+			M.next_seq = start;
+			M.reloading = false;
+		}
 	}
-	else if (head - M.next_seq > (uint64) change_log->size)
-		lose_entries(head);
 
 	changed = palloc(sizeof(char *) * allocated);
 	for (seq = M.next_seq; seq < head; seq++)

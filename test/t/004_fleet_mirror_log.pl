@@ -11,8 +11,10 @@
 # then the reader reads (loss detected, writer still running: reload mode), the writer
 # commits, and the reader must see n1's new weight.  Each read is checked against the
 # tables with the same snapshot (sched._fleet_mirror_check = 0), and the counters show
-# the loss and the reloads.  Then a rolled back change after a loss, and an update of
-# counters alone whose updated version VACUUM removed before the reader came back.
+# the loss and the reloads.  Then a rolled back change after a loss, an update of
+# counters alone whose updated version VACUUM removed before the reader came back, and a
+# loss while the only transaction in progress began after the lost entries (read back
+# from the log: no reloads).
 #
 # Run as an unprivileged OS user (test/harness.sh suite_tap does this).
 
@@ -121,6 +123,25 @@ for my $try (1 .. 20)
 }
 ok($fell_back, "the version updated was vacuumed away: the node re-read (try $fell_back)");
 ok($right, 'reader: every read after a vacuum equals the tables');
+
+# A loss while the only transaction in progress began after the lost entries: the reader
+# reads the log back to that transaction's first entry (src/fleet_mirror.c, window_start)
+# and keeps its change pending, so it loads the capability once, not at every read until
+# that transaction ends.
+$node->safe_psql('postgres',
+	"UPDATE sched.node SET weight = weight + 1 WHERE node_id = 'n' || (3 + $_ % 3)") for 1 .. 40;
+$writer->query_safe("BEGIN; UPDATE sched.node SET weight = 2000 WHERE node_id = 'n2'");
+my ($losses5, $loads5) = split / /, $reader->query_safe($stats);
+is($reader->query_safe($best), 'n1 900000 differ=0',
+	'reader after a loss: a change begun after the lost entries is not seen while in progress');
+is($reader->query_safe($best), 'n1 900000 differ=0', 'reader: nor at the next read');
+my ($losses6, $loads6) = split / /, $reader->query_safe($stats);
+cmp_ok($losses6, '>', $losses5, 'the reader noticed lost entries');
+is($loads6 - $loads5, 1, 'the capability loaded once after the loss, not at every read');
+$writer->query_safe('COMMIT');
+is($reader->query_safe($best), 'n2 2000000 differ=0', 'reader: the change is seen once committed');
+my ($losses7, $loads7) = split / /, $reader->query_safe($stats);
+is($loads7, $loads6, 'the committed change re-read from the pending entry, not reloaded');
 
 $reader->quit;
 $writer->quit;
