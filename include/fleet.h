@@ -72,11 +72,14 @@ extern void sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r,
 extern void sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
 							 SchedFleet *fleet);
 
-/* As sched_fleet_load, with fleet->rows (the array, not the strings) allocated in
- * rows_cxt: a caller that keeps the rows takes the array as it is, without a copy. */
+/* As sched_fleet_load, with fleet->rows allocated in rows_cxt: a caller that keeps the
+ * rows takes the array as it is, without a copy.  With pack (keys_of NULL), each row's
+ * strings are one chunk allocated in rows_cxt too (row.owned, laid out as the fleet
+ * mirror keeps a row); else they are in CurrentMemoryContext.  On error nothing is left
+ * in rows_cxt. */
 extern void sched_fleet_load_into(const char *capability, int flags,
 								  const SchedPlacement *keys_of, SchedFleet *fleet,
-								  MemoryContext rows_cxt);
+								  MemoryContext rows_cxt, bool pack);
 
 /* The candidates of a fleet by reference, in fleet order (sched_fleet_merge). */
 typedef struct SchedFleetRefs

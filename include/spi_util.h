@@ -39,6 +39,11 @@ extern void sched_spi_install_planner_hook(void);
 /* The kept plan of a statement, prepared on first use. */
 extern SPIPlanPtr sched_spi_plan(SchedStatement *stmt);
 
+/* Runs stmt (values as for sched_spi_exec, read_only as SPI's), sending each row to
+ * dest as the executor makes it: nothing materialized, no cursor. */
+extern void sched_spi_exec_into(SchedStatement *stmt, Datum *values, const char *nulls,
+								bool read_only, DestReceiver *dest);
+
 /* A cursor on a kept statement, planned and started with the settings every statement
  * of pg_sched runs with (spi_util.c); fails loudly when SPI cannot open it. */
 extern Portal sched_spi_cursor_open(SchedStatement *stmt, Datum *values, const char *nulls,

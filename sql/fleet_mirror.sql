@@ -423,3 +423,29 @@ ROLLBACK TO SAVEPOINT s;
 COMMIT;
 SELECT sched._fleet_mirror_check('m') AS differ_after_savepoint_rollback;
 SELECT node_id, weight FROM sched.rank_candidates('m', '1', heartbeat_ttl => '50 years') WHERE node_id = 'r1';
+
+-- ---------------------------------------------------------------------------------
+-- Labels as the mirror decodes them off the jsonb (src/fleet.c, decode_strings_packed):
+-- more keys than it keeps on its stack, none at all, and keys whose jsonb order (by
+-- length) is not their bytewise order.
+-- ---------------------------------------------------------------------------------
+\c
+SET TIME ZONE 'UTC';
+SELECT sched.upsert_node('lab-many', cpu_millis => 1000, memory_mb => 1024,
+    labels => (SELECT jsonb_object_agg('k' || repeat('x', i % 5) || i, 'v' || i)
+                 FROM generate_series(1, 40) i)) IS NOT NULL AS added;
+SELECT sched.upsert_node('lab-none', cpu_millis => 1000, memory_mb => 1024, labels => '{}')
+    IS NOT NULL AS added;
+SELECT count(sched.register_worker(n, 'lab', ARRAY['1'], 1, at => '2024-01-01 12:00:00+00'))
+  FROM unnest(ARRAY['lab-many', 'lab-none']) n;
+\c
+SET TIME ZONE 'UTC';
+SELECT node_id FROM sched.select_candidate('lab', '1', required_labels => '{"kxxx3": "v3", "k40": "v40"}',
+    heartbeat_ttl => '1 hour', at => '2024-01-01 12:00:30+00');
+SELECT node_id FROM sched.select_candidate('lab', '1', required_labels => '{"k5": "v5"}',
+    heartbeat_ttl => '1 hour', at => '2024-01-01 12:00:30+00');
+SELECT count(*) AS wrong_value_matches
+  FROM sched.select_candidate('lab', '1', required_labels => '{"kxxxx4": "v5"}',
+    heartbeat_ttl => '1 hour', at => '2024-01-01 12:00:30+00');
+SELECT full_loads > 0 AS loaded, sched._fleet_mirror_check('lab') AS differ
+  FROM sched._fleet_mirror_stats();

@@ -89,7 +89,6 @@ static SchedStatement fleet_nodes = {
 };
 
 #define FC_COUNT FC_NODE_TID
-#define FLEET_CHUNK 512
 #define FLEET_FIRST_ROWS 1024	/* a load's rows array to begin with (grown fourfold) */
 
 /* Whether text datum d equals the ASCII string s (no copy). */
@@ -134,24 +133,164 @@ decode_node_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_l
 #undef NUL
 }
 
+/* A string of a fleet row, where it lies in the row's datums. */
+typedef struct RowString
+{
+	const char *data;
+	uint32		len;
+} RowString;
+
+#define PACK_LABELS_ON_STACK 16
+
+/*
+ * The labels of a node's jsonb object whose values are strings (the others are skipped,
+ * as sched_labels_from_jsonb skips them without a parameter), read off the container's
+ * entries: of an object of count pairs, child i is key i and child count + i its value,
+ * their data after the 2 * count entries.  Fills keys/values (count entries at most) and
+ * returns how many.  A root that is not an object has none.
+ */
+static int
+label_strings(Jsonb *jb, RowString *keys, RowString *values)
+{
+	const JsonbContainer *jc = &jb->root;
+	int			count;
+	const char *data;
+	uint32		off = 0;
+	int			i;
+	int			n = 0;
+
+	if (!JB_ROOT_IS_OBJECT(jb) || JB_ROOT_IS_SCALAR(jb))
+		return 0;
+	count = JsonContainerSize(jc);
+	data = (const char *) &jc->children[2 * count];
+	for (i = 0; i < 2 * count; i++)
+	{
+		uint32		start = off;
+
+		JBE_ADVANCE_OFFSET(off, jc->children[i]);
+		if (i < count)
+		{
+			keys[i].data = data + start;
+			keys[i].len = off - start;
+		}
+		else if (JBE_ISSTRING(jc->children[i]))
+		{
+			keys[n] = keys[i - count];	/* (n <= i - count: not yet needed again) */
+			values[n].data = data + start;
+			values[n].len = off - start;
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * The strings of a fleet row (its node_id, the labels when with_labels, the worker's
+ * capability versions) decoded into one chunk allocated in pack, r->owned, laid out as
+ * the fleet mirror keeps a row (fleet_mirror.c, pack_row): the labels' array, the
+ * versions' array, then the strings.  Read where they lie in the datums (the labels off
+ * the jsonb's entries), so that a large fleet is decoded without a copy per string.
+ */
+static void
+decode_strings_packed(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels,
+					  MemoryContext pack)
+{
+	SchedCandidate *c = &r->c;
+	text	   *id = DatumGetTextPP(v[FC_NODE_ID - 1]);
+	uint32		idlen = VARSIZE_ANY_EXHDR(id);
+	RowString	keys_local[PACK_LABELS_ON_STACK];
+	RowString	values_local[PACK_LABELS_ON_STACK];
+	RowString  *keys = keys_local;
+	RowString  *values = values_local;
+	int			nlabels = 0;
+	Datum	   *elems = NULL;
+	bool	   *enulls = NULL;
+	int			nversions = 0;
+	Size		size;
+	char	   *chunk;
+	char	   *p;
+	SchedLabel *labels;
+	const char **versions;
+	int			i;
+
+	if (with_labels && !n[FC_LABELS - 1])
+	{
+		Jsonb	   *jb = DatumGetJsonbP(v[FC_LABELS - 1]);
+
+		if (JB_ROOT_IS_OBJECT(jb) && JsonContainerSize(&jb->root) > PACK_LABELS_ON_STACK)
+		{
+			keys = palloc(sizeof(RowString) * JsonContainerSize(&jb->root));
+			values = palloc(sizeof(RowString) * JsonContainerSize(&jb->root));
+		}
+		nlabels = label_strings(jb, keys, values);
+	}
+	if (!n[FC_WORKER_ID - 1] && !n[FC_VERSIONS - 1])
+		deconstruct_array(DatumGetArrayTypeP(v[FC_VERSIONS - 1]), TEXTOID, -1, false,
+						  TYPALIGN_INT, &elems, &enulls, &nversions);
+
+	size = MAXALIGN(sizeof(SchedLabel) * nlabels) + MAXALIGN(sizeof(char *) * nversions) +
+		idlen + 1;
+	for (i = 0; i < nlabels; i++)
+		size += keys[i].len + values[i].len + 2;
+	for (i = 0; i < nversions; i++)
+		if (!enulls[i])
+			size += VARSIZE_ANY_EXHDR(DatumGetPointer(elems[i])) + 1;
+	chunk = MemoryContextAlloc(pack, size);
+	r->owned = chunk;			/* (at once: freed with the row on an error) */
+	labels = (SchedLabel *) chunk;
+	versions = (const char **) (chunk + MAXALIGN(sizeof(SchedLabel) * nlabels));
+	p = (char *) versions + MAXALIGN(sizeof(char *) * nversions);
+#define PUT(dst, s, l) do { memcpy(p, (s), (l)); p[(l)] = '\0'; (dst) = p; p += (l) + 1; } while (0)
+	PUT(c->node_id, VARDATA_ANY(id), idlen);
+	memset(labels, 0, sizeof(SchedLabel) * nlabels);
+	for (i = 0; i < nlabels; i++)
+	{
+		PUT(labels[i].key, keys[i].data, keys[i].len);
+		PUT(labels[i].value, values[i].data, values[i].len);
+	}
+	for (i = 0; i < nversions; i++)
+	{
+		if (enulls[i])
+			versions[i] = NULL;
+		else
+			PUT(versions[i], VARDATA_ANY(DatumGetPointer(elems[i])),
+				VARSIZE_ANY_EXHDR(DatumGetPointer(elems[i])));
+	}
+#undef PUT
+	Assert(p <= chunk + size);
+	sched_candidate_set_node(c, c->node_id);
+	c->labels.count = nlabels;
+	c->labels.items = nlabels > 0 ? labels : NULL;
+	/* jsonb keys are unique already; sorting makes them searchable bytewise */
+	if (!sched_labels_sort(&c->labels))
+		elog(ERROR, "pg_sched: duplicate key in a jsonb object");
+	c->versions = nversions > 0 ? versions : NULL;
+	c->version_count = nversions;
+}
+
 /*
  * Decodes the columns v/n of a fleet row (SCHED_FLEET_COLUMNS, 1-based as FC_*) into *r
- * (strings copied into CurrentMemoryContext).  Without with_labels the node's labels are
+ * (strings copied into CurrentMemoryContext, or packed into one chunk in pack when it is
+ * not NULL: then keys_of must be NULL).  Without with_labels the node's labels are
  * left empty; without node_columns, of the node only its node_id is read (fleet_workers).
  */
 static void
 decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels,
-			   const SchedPlacement *keys_of, bool node_columns)
+			   const SchedPlacement *keys_of, bool node_columns, MemoryContext pack)
 {
 	SchedCandidate *c = &r->c;
 
 #define COL(k) v[(k) - 1]
 #define NUL(k) n[(k) - 1]
 	memset(r, 0, sizeof(*r));
-	sched_candidate_set_node(c, TextDatumGetCString(COL(FC_NODE_ID)));
+	Assert(pack == NULL || keys_of == NULL);
+	if (pack != NULL)
+		decode_strings_packed(v, n, r, with_labels && node_columns, pack);
+	else
+		sched_candidate_set_node(c, TextDatumGetCString(COL(FC_NODE_ID)));
 	r->node_hash = sched_node_hash(c->node_id);
 	if (node_columns)
-		decode_node_columns(v, n, r, with_labels, keys_of);
+		decode_node_columns(v, n, r, with_labels && pack == NULL, keys_of);
 
 	c->has_worker = !NUL(FC_WORKER_ID);
 	if (!c->has_worker)
@@ -164,7 +303,7 @@ decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels
 		? SCHED_WORKER_ELIGIBLE : SCHED_WORKER_CORDONED;
 	c->has_heartbeat = !NUL(FC_HEARTBEAT);
 	c->last_heartbeat = c->has_heartbeat ? DatumGetTimestampTz(COL(FC_HEARTBEAT)) : 0;
-	if (!NUL(FC_VERSIONS))
+	if (!NUL(FC_VERSIONS) && pack == NULL)
 	{
 		ArrayType  *arr = DatumGetArrayTypeP(COL(FC_VERSIONS));
 		Datum	   *elems;
@@ -203,7 +342,7 @@ decode_tuple(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
 	if (desc->natts < FC_COUNT || desc->natts > FC_COUNT + 4)
 		elog(ERROR, "pg_sched: a fleet row has %d columns", desc->natts);
 	heap_deform_tuple(tup, desc, v, n);
-	decode_columns(v, n, r, with_labels, keys_of, node_columns);
+	decode_columns(v, n, r, with_labels, keys_of, node_columns, NULL);
 }
 
 void
@@ -214,54 +353,86 @@ sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_la
 }
 
 /*
- * Reads the rows of an open fleet cursor into fleet (its rows array allocated, in the
- * context it was allocated in), FLEET_CHUNK rows at a time, so that a large fleet is never
- * materialized whole; each chunk is decoded (into `caller`) and freed.
+ * A fleet read's receiver: each row is decoded as the executor makes it, into the rows
+ * array (allocated in the context it was allocated in, grown fourfold), its strings into
+ * `caller`, or packed into one chunk in `pack`.  Nothing else is kept: no copy of the
+ * tuple, no batch of them (a cursor read in chunks made and freed both for every row).
  */
-static void
-fetch_fleet_rows(Portal portal, int flags, const SchedPlacement *keys_of, SchedFleet *fleet,
-				 int allocated, MemoryContext caller)
+typedef struct FleetReceiver
 {
-	for (;;)
-	{
-		uint64		i;
+	DestReceiver pub;
+	SchedFleet *fleet;
+	int			allocated;
+	int			flags;
+	const SchedPlacement *keys_of;
+	MemoryContext caller;
+	MemoryContext pack;			/* strings packed there (decode_strings_packed), or NULL */
+} FleetReceiver;
 
-		SPI_cursor_fetch(portal, true, FLEET_CHUNK);
-		MemoryContextSwitchTo(caller);
-		if (SPI_processed == 0)
-			break;
-		if (fleet->count + (int) SPI_processed > allocated)
-		{
-			while (fleet->count + (int) SPI_processed > allocated)
-				allocated *= 4;		/* few copies of a large fleet */
-			fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * allocated);
-		}
-		for (i = 0; i < SPI_processed; i++)
-			decode_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-						 &fleet->rows[fleet->count++], (flags & SCHED_FLEET_LABELS) != 0,
-						 keys_of, (flags & SCHED_FLEET_WORKERS_ONLY) == 0);
-		SPI_freetuptable(SPI_tuptable);
-		SPI_tuptable = NULL;
+static bool
+fleet_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	FleetReceiver *r = (FleetReceiver *) self;
+	SchedFleet *fleet = r->fleet;
+	int			natts = slot->tts_tupleDescriptor->natts;
+	SchedFleetRow *row;
+	MemoryContext old;
+
+	if (natts < FC_COUNT || natts > FC_COUNT + 4)
+		elog(ERROR, "pg_sched: a fleet row has %d columns", natts);
+	slot_getallattrs(slot);
+	if (fleet->count == r->allocated)
+	{
+		r->allocated *= 4;		/* few copies of a large fleet */
+		fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * r->allocated);
 	}
+	/* counted before it is decoded: an error frees what the row holds (owned) */
+	row = &fleet->rows[fleet->count++];
+	row->owned = NULL;
+	old = MemoryContextSwitchTo(r->caller);
+	decode_columns(slot->tts_values, slot->tts_isnull, row,
+				   (r->flags & SCHED_FLEET_LABELS) != 0, r->keys_of,
+				   (r->flags & SCHED_FLEET_WORKERS_ONLY) == 0, r->pack);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+static void
+fleet_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+fleet_shutdown(DestReceiver *self)
+{
+}
+
+static void
+fleet_destroy(DestReceiver *self)
+{
 }
 
 void
 sched_fleet_load(const char *capability, int flags, const SchedPlacement *keys_of,
 				 SchedFleet *fleet)
 {
-	sched_fleet_load_into(capability, flags, keys_of, fleet, CurrentMemoryContext);
+	sched_fleet_load_into(capability, flags, keys_of, fleet, CurrentMemoryContext, false);
 }
 
 void
 sched_fleet_load_into(const char *capability, int flags, const SchedPlacement *keys_of,
-					  SchedFleet *fleet, MemoryContext rows_cxt)
+					  SchedFleet *fleet, MemoryContext rows_cxt, bool pack)
 {
 	SchedStatement *stmt = (flags & SCHED_FLEET_NO_WORKERS) ? &fleet_nodes :
 		(flags & SCHED_FLEET_WORKERS_ONLY) ? &fleet_workers :
 		(flags & SCHED_FLEET_ALL_NODES) ? &fleet_all : &fleet_capable;
 	Datum		arg = CStringGetTextDatum(capability);
-	Portal		portal;
-	MemoryContext caller = CurrentMemoryContext;	/* SPI returns in its own */
+	FleetReceiver r = {
+		{fleet_receive, fleet_startup, fleet_shutdown, fleet_destroy, DestNone},
+		fleet, FLEET_FIRST_ROWS, flags, keys_of, CurrentMemoryContext,
+		pack ? rows_cxt : NULL
+	};
+	int			i;
 
 	fleet->count = 0;
 	fleet->busy_count = 0;
@@ -269,19 +440,20 @@ sched_fleet_load_into(const char *capability, int flags, const SchedPlacement *k
 	/* rows kept beyond the caller's memory are not left behind by an error (a cancel) */
 	PG_TRY();
 	{
-		portal = sched_spi_cursor_open(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH));
-		fetch_fleet_rows(portal, flags, keys_of, fleet, FLEET_FIRST_ROWS, caller);
+		sched_spi_exec_into(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH), &r.pub);
 	}
 	PG_CATCH();
 	{
+		if (pack)
+			for (i = 0; i < fleet->count; i++)
+				if (fleet->rows[i].owned != NULL)
+					pfree(fleet->rows[i].owned);
 		pfree(fleet->rows);
 		fleet->rows = NULL;
 		fleet->count = 0;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	SPI_cursor_close(portal);
-	MemoryContextSwitchTo(caller);
 }
 
 void
@@ -518,7 +690,7 @@ sched_fleet_lock_pair(pg_uuid_t *worker_id, bool skip_locked, const SchedPairHin
 			ntid = ns.slot->tts_tid;
 			v[FC_WORKER_TID - 1] = PointerGetDatum(&wtid);
 			v[FC_NODE_TID - 1] = PointerGetDatum(&ntid);
-			decode_columns(v, n, row, true, NULL, true);
+			decode_columns(v, n, row, true, NULL, true, NULL);
 			locked = true;
 		}
 		if (!isnull)

@@ -444,6 +444,9 @@ typedef struct MirrorCap
 {
 	char	   *capability;
 	SchedFleet	fleet;			/* rows: each row's strings in one chunk (row.owned) */
+	MemoryContext rows_cxt;		/* a child of M.cxt: the rows as loaded, and the array
+								 * until append_row replaces it (rows re-read are
+								 * packed in M.cxt); deleted with the capability */
 	int			allocated;
 	int		   *slots;			/* open addressing by node_id: row index or -1 */
 	int			nslots;			/* power of two, > 2 x rows */
@@ -486,6 +489,9 @@ static struct
 								 * hold them */
 	int			ngarbage;
 	int			garbage_allocated;
+	MemoryContext *garbage_cxts;	/* and contexts (rows_cxt) to delete, after them */
+	int			ngarbage_cxts;
+	int			garbage_cxts_allocated;
 	LocalTransactionId garbage_lxid;
 	bool		has_last;		/* the snapshot of the last refresh */
 	TransactionId last_xmax;
@@ -519,15 +525,35 @@ to_garbage(void *chunk)
 }
 
 static void
+to_garbage_cxt(MemoryContext cxt)
+{
+	if (cxt == NULL)
+		return;
+	if (M.ngarbage_cxts == M.garbage_cxts_allocated)
+	{
+		M.garbage_cxts_allocated = Max(8, M.garbage_cxts_allocated * 2);
+		M.garbage_cxts = M.garbage_cxts == NULL
+			? MemoryContextAlloc(M.cxt, sizeof(MemoryContext) * M.garbage_cxts_allocated)
+			: repalloc(M.garbage_cxts, sizeof(MemoryContext) * M.garbage_cxts_allocated);
+	}
+	M.garbage_cxts[M.ngarbage_cxts++] = cxt;
+	M.garbage_lxid = MyProc->lxid;
+}
+
+static void
 collect_garbage(void)
 {
 	int			i;
 
-	if (M.ngarbage == 0 || M.garbage_lxid == MyProc->lxid)
+	if ((M.ngarbage == 0 && M.ngarbage_cxts == 0) || M.garbage_lxid == MyProc->lxid)
 		return;
+	/* chunks first: some may lie in the contexts */
 	for (i = 0; i < M.ngarbage; i++)
 		pfree(M.garbage[i]);
 	M.ngarbage = 0;
+	for (i = 0; i < M.ngarbage_cxts; i++)
+		MemoryContextDelete(M.garbage_cxts[i]);
+	M.ngarbage_cxts = 0;
 }
 
 /* Drops every capability (their rows go to the garbage). */
@@ -541,9 +567,13 @@ drop_caps(void)
 	{
 		MirrorCap  *cap = &M.caps[i];
 
+		/* (what lies in rows_cxt goes with it) */
 		for (j = 0; j < cap->fleet.count; j++)
-			to_garbage(cap->fleet.rows[j].owned);
-		to_garbage(cap->fleet.rows);
+			if (GetMemoryChunkContext(cap->fleet.rows[j].owned) != cap->rows_cxt)
+				to_garbage(cap->fleet.rows[j].owned);
+		if (cap->fleet.rows != NULL && GetMemoryChunkContext(cap->fleet.rows) != cap->rows_cxt)
+			to_garbage(cap->fleet.rows);
+		to_garbage_cxt(cap->rows_cxt);
 		to_garbage(cap->slots);
 		to_garbage(cap->capability);
 		sched_admit_memos_reset(&cap->memos);	/* (no caller holds them) */
@@ -707,10 +737,14 @@ load_cap(const char *capability)
 {
 	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "pg_sched mirror load",
 											  ALLOCSET_DEFAULT_SIZES);
+	/* the rows, packed as they are read; under tmp until the load has completed, so that
+	 * an error (a cancel) leaves nothing in the mirror, not even blocks its free chunks
+	 * would keep */
+	MemoryContext rows_cxt = AllocSetContextCreate(tmp, "pg_sched mirror rows",
+												   ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old;
 	SchedFleet	read;
 	MirrorCap  *cap;
-	int			i;
 
 	if (M.ncaps == M.caps_allocated)
 	{
@@ -721,30 +755,32 @@ load_cap(const char *capability)
 	}
 	/*
 	 * The load first, before anything of the capability is allocated in M.cxt: an error
-	 * in it (a cancel) leaves nothing there (the load frees its rows array), and nothing
-	 * after it checks for interrupts.  test/t/011_fleet_mirror_cancel.pl.
+	 * in it (a cancel) leaves nothing there (rows_cxt goes with tmp), and nothing after
+	 * it checks for interrupts.  test/t/011_fleet_mirror_cancel.pl.
 	 */
 	old = MemoryContextSwitchTo(tmp);
-	sched_fleet_load_into(capability, SCHED_FLEET_LABELS, NULL, &read, M.cxt);
+	sched_fleet_load_into(capability, SCHED_FLEET_LABELS, NULL, &read, rows_cxt, true);
 	MemoryContextSwitchTo(old);
+	MemoryContextSetParent(rows_cxt, M.cxt);
 	cap = &M.caps[M.ncaps];
 	memset(cap, 0, sizeof(*cap));
 	sched_admit_memos_init(&cap->memos, M.cxt);
 	cap->capability = MemoryContextStrdup(M.cxt, capability);
 
 	/*
-	 * The capability takes the rows' array the load filled (in M.cxt), each row's strings
-	 * packed into M.cxt, and indexes it once.  Appended one by one into arrays of its
-	 * own, a fleet of 100,000 nodes was copied into 11 ever larger arrays, each in memory
-	 * the backend faulted in, and indexed again at each (bench/NOTES.md, twenty-fifth
-	 * sitting).  append_row grows it later as before (the capacity counted is the rows).
+	 * The capability takes the rows' array the load filled, each row's strings packed by
+	 * the load into one chunk as pack_row packs them (all in rows_cxt), and indexes it
+	 * once.  Appended one by one into arrays of its own, a fleet of 100,000 nodes was
+	 * copied into 11 ever larger arrays, each in memory the backend faulted in, and
+	 * indexed again at each (bench/NOTES.md, twenty-fifth sitting); decoded and then
+	 * packed, every string was copied twice (twenty-sixth).  append_row grows it later
+	 * as before (the capacity counted is the rows).
 	 */
-	for (i = 0; i < read.count; i++)
-		pack_row(&read.rows[i]);
 	/* (the load grows the array fourfold: give back what it did not fill) */
 	cap->fleet.rows = repalloc(read.rows, sizeof(SchedFleetRow) * Max(read.count, 1));
 	cap->fleet.count = read.count;
 	cap->allocated = Max(read.count, 1);
+	cap->rows_cxt = rows_cxt;
 	MemoryContextDelete(tmp);
 	index_rows(cap);
 	M.ncaps++;

@@ -19,6 +19,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "nodes/params.h"
 #include "nodes/parsenodes.h"
 #include "optimizer/planner.h"
 #include "utils/builtins.h"
@@ -171,6 +172,44 @@ execute(SchedStatement *stmt, Datum *values, const char *nulls, Snapshot snapsho
 	if (rc != expected)
 		elog(ERROR, "pg_sched: SPI returned %s, expected %s, for: %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected), stmt->sql);
+}
+
+void
+sched_spi_exec_into(SchedStatement *stmt, Datum *values, const char *nulls, bool read_only,
+					DestReceiver *dest)
+{
+	const SchedStatement *outer = running_statement;
+	MemoryContext caller = CurrentMemoryContext;
+	ParamListInfo params = makeParamList(stmt->nargs);
+	SPIExecuteOptions options;
+	int			rc;
+	int			i;
+
+	for (i = 0; i < stmt->nargs; i++)
+	{
+		params->params[i].value = values[i];
+		params->params[i].isnull = nulls != NULL && nulls[i] == 'n';
+		params->params[i].pflags = PARAM_FLAG_CONST;
+		params->params[i].ptype = stmt->argtypes[i];
+	}
+	memset(&options, 0, sizeof(options));
+	options.params = params;
+	options.read_only = read_only;
+	options.dest = dest;
+	(void) sched_spi_plan(stmt);
+	running_statement = stmt;
+	PG_TRY();
+	{
+		rc = SPI_execute_plan_extended(stmt->plan, &options);
+	}
+	PG_FINALLY();
+	{
+		running_statement = outer;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(caller);
+	if (rc < 0)
+		elog(ERROR, "pg_sched: SPI returned %s for: %s", SPI_result_code_string(rc), stmt->sql);
 }
 
 Portal

@@ -41,9 +41,10 @@ SELECT count(sched.register_worker('n' || i, 'cap', ARRAY['1'], 2, at => '2024-0
 
 my $call = q{SELECT node_id FROM sched.select_candidate('cap', '1', heartbeat_ttl => '1 hour',
   at => '2024-01-01 00:00:30+00')};
-# memory in use (not only held) in the mirror's context: a leaked name shows
+# memory in use (not only held) in the mirror's contexts (its own, and each loaded
+# capability's rows): a leaked name shows
 my $mirror_used = q{SELECT coalesce(sum(total_bytes - free_bytes), 0) FROM pg_backend_memory_contexts
-  WHERE name = 'pg_sched fleet mirror'};
+  WHERE name IN ('pg_sched fleet mirror', 'pg_sched mirror rows')};
 my $stats = q{SELECT refreshes || ' ' || full_loads FROM sched._fleet_mirror_stats()};
 
 my $s = $node->background_psql('postgres', on_error_stop => 0);
