@@ -175,7 +175,7 @@ label_strings(Jsonb *jb, RowString *keys, RowString *values)
 		}
 		else if (JBE_ISSTRING(jc->children[i]))
 		{
-			keys[n] = keys[i - count];	/* (n <= i - count: not yet needed again) */
+			keys[n] = keys[i - count];	/* (key n's value came before: n <= i - count) */
 			values[n].data = data + start;
 			values[n].len = off - start;
 			n++;

@@ -569,7 +569,8 @@ drop_caps(void)
 
 		/* (what lies in rows_cxt goes with it) */
 		for (j = 0; j < cap->fleet.count; j++)
-			if (GetMemoryChunkContext(cap->fleet.rows[j].owned) != cap->rows_cxt)
+			if (cap->fleet.rows[j].owned != NULL &&
+				GetMemoryChunkContext(cap->fleet.rows[j].owned) != cap->rows_cxt)
 				to_garbage(cap->fleet.rows[j].owned);
 		if (cap->fleet.rows != NULL && GetMemoryChunkContext(cap->fleet.rows) != cap->rows_cxt)
 			to_garbage(cap->fleet.rows);
@@ -887,21 +888,21 @@ window_start(Snapshot S, uint64 head, uint64 *start)
 	FullTransactionId h;
 	uint64		oldest = head > (uint64) change_log->size ? head - change_log->size : 1;
 	uint64		lo = oldest - 1;	/* the last position known to qualify (or none) */
-	uint64		hi = head;		/* the first position known not to */
+	uint64		past = head;	/* the first position known not to */
 
 	m = FullTransactionIdFromU64(U64FromFullTransactionId(next) -
 								 (uint32) (XidFromFullTransactionId(next) - S->xmin));
 	if (FullTransactionIdIsValid(mine) && FullTransactionIdPrecedes(mine, m))
 		m = mine;
 	/* qualifies: overwritten already (older than any entry left) or hi < m */
-	while (hi - lo > 1)
+	while (past - lo > 1)
 	{
-		uint64		mid = lo + (hi - lo) / 2;
+		uint64		mid = lo + (past - lo) / 2;
 
 		if (!entry_hi(mid, &h) || FullTransactionIdPrecedes(h, m))
 			lo = mid;
 		else
-			hi = mid;
+			past = mid;
 	}
 	if (lo >= oldest && entry_hi(lo, &h) && FullTransactionIdPrecedes(h, m))
 	{
