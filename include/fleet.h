@@ -61,9 +61,10 @@ typedef struct SchedFleet
 /* The 32-bit hash of a node_id (SchedFleetRow.node_hash; inflight.c keys nodes by it). */
 extern uint32 sched_node_hash(const char *node_id);
 
-/* Decodes one fleet row (strings palloc'd in CurrentMemoryContext); see fleet.c. */
-extern void sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r,
-							   bool with_labels, const SchedPlacement *keys_of);
+/* Decodes one fleet row with its labels, its strings in one chunk allocated in pack
+ * (row.owned, laid out as the fleet mirror keeps a row); see fleet.c. */
+extern void sched_fleet_decode_packed(HeapTuple tup, TupleDesc desc, SchedFleetRow *r,
+									  MemoryContext pack);
 
 /* Reads the fleet for one capability from the tables, in CurrentMemoryContext, inside
  * SPI.  With keys_of (and SCHED_FLEET_LABELS), a node's labels hold only the keys that
@@ -75,8 +76,9 @@ extern void sched_fleet_load(const char *capability, int flags, const SchedPlace
 /* As sched_fleet_load, with fleet->rows allocated in rows_cxt: a caller that keeps the
  * rows takes the array as it is, without a copy.  With pack (keys_of NULL), each row's
  * strings are one chunk allocated in rows_cxt too (row.owned, laid out as the fleet
- * mirror keeps a row); else they are in CurrentMemoryContext.  On error nothing is left
- * in rows_cxt. */
+ * mirror keeps a row); else they are in CurrentMemoryContext.  An error leaves what was
+ * read in rows_cxt: pass a context the error frees (the fleet mirror loads into one under
+ * its statement's, and adopts it once the load has completed). */
 extern void sched_fleet_load_into(const char *capability, int flags,
 								  const SchedPlacement *keys_of, SchedFleet *fleet,
 								  MemoryContext rows_cxt, bool pack);

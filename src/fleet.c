@@ -186,9 +186,8 @@ label_strings(Jsonb *jb, RowString *keys, RowString *values)
 
 /*
  * The strings of a fleet row (its node_id, the labels when with_labels, the worker's
- * capability versions) decoded into one chunk allocated in pack, r->owned, laid out as
- * the fleet mirror keeps a row (fleet_mirror.c, pack_row): the labels' array, the
- * versions' array, then the strings.  Read where they lie in the datums (the labels off
+ * capability versions) decoded into one chunk allocated in pack, r->owned, as the fleet
+ * mirror keeps a row: the labels' array, the versions' array, then the strings.  Read where they lie in the datums (the labels off
  * the jsonb's entries), so that a large fleet is decoded without a copy per string.
  */
 static void
@@ -236,7 +235,6 @@ decode_strings_packed(const Datum *v, const bool *n, SchedFleetRow *r, bool with
 		if (!enulls[i])
 			size += VARSIZE_ANY_EXHDR(DatumGetPointer(elems[i])) + 1;
 	chunk = MemoryContextAlloc(pack, size);
-	r->owned = chunk;			/* (at once: freed with the row on an error) */
 	labels = (SchedLabel *) chunk;
 	versions = (const char **) (chunk + MAXALIGN(sizeof(SchedLabel) * nlabels));
 	p = (char *) versions + MAXALIGN(sizeof(char *) * nversions);
@@ -266,6 +264,7 @@ decode_strings_packed(const Datum *v, const bool *n, SchedFleetRow *r, bool with
 		elog(ERROR, "pg_sched: duplicate key in a jsonb object");
 	c->versions = nversions > 0 ? versions : NULL;
 	c->version_count = nversions;
+	r->owned = chunk;
 }
 
 /*
@@ -328,13 +327,13 @@ decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels
 }
 
 /*
- * Decodes tuple `tup` of a fleet read into *r, as decode_columns.  The tuple is deformed
+ * Decodes tuple `tup` of a fleet read into *r, as decode_columns with every column and
+ * the labels, the row's strings packed into one chunk in pack.  The tuple is deformed
  * once (fetching columns one by one re-walks the variable-length ones before each).
  * Columns after SCHED_FLEET_COLUMNS (at most 4) are ignored.
  */
-static void
-decode_tuple(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
-			 const SchedPlacement *keys_of, bool node_columns)
+void
+sched_fleet_decode_packed(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, MemoryContext pack)
 {
 	Datum		v[FC_COUNT + 4];
 	bool		n[FC_COUNT + 4];
@@ -342,14 +341,7 @@ decode_tuple(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
 	if (desc->natts < FC_COUNT || desc->natts > FC_COUNT + 4)
 		elog(ERROR, "pg_sched: a fleet row has %d columns", desc->natts);
 	heap_deform_tuple(tup, desc, v, n);
-	decode_columns(v, n, r, with_labels, keys_of, node_columns, NULL);
-}
-
-void
-sched_fleet_decode(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, bool with_labels,
-				   const SchedPlacement *keys_of)
-{
-	decode_tuple(tup, desc, r, with_labels, keys_of, true);
+	decode_columns(v, n, r, true, NULL, true, pack);
 }
 
 /*
@@ -386,9 +378,7 @@ fleet_receive(TupleTableSlot *slot, DestReceiver *self)
 		r->allocated *= 4;		/* few copies of a large fleet */
 		fleet->rows = repalloc(fleet->rows, sizeof(SchedFleetRow) * r->allocated);
 	}
-	/* counted before it is decoded: an error frees what the row holds (owned) */
 	row = &fleet->rows[fleet->count++];
-	row->owned = NULL;
 	old = MemoryContextSwitchTo(r->caller);
 	decode_columns(slot->tts_values, slot->tts_isnull, row,
 				   (r->flags & SCHED_FLEET_LABELS) != 0, r->keys_of,
@@ -432,28 +422,11 @@ sched_fleet_load_into(const char *capability, int flags, const SchedPlacement *k
 		fleet, FLEET_FIRST_ROWS, flags, keys_of, CurrentMemoryContext,
 		pack ? rows_cxt : NULL
 	};
-	int			i;
 
 	fleet->count = 0;
 	fleet->busy_count = 0;
 	fleet->rows = MemoryContextAlloc(rows_cxt, sizeof(SchedFleetRow) * FLEET_FIRST_ROWS);
-	/* rows kept beyond the caller's memory are not left behind by an error (a cancel) */
-	PG_TRY();
-	{
-		sched_spi_exec_into(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH), &r.pub);
-	}
-	PG_CATCH();
-	{
-		if (pack)
-			for (i = 0; i < fleet->count; i++)
-				if (fleet->rows[i].owned != NULL)
-					pfree(fleet->rows[i].owned);
-		pfree(fleet->rows);
-		fleet->rows = NULL;
-		fleet->count = 0;
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	sched_spi_exec_into(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH), &r.pub);
 }
 
 void

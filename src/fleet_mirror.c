@@ -582,49 +582,6 @@ drop_caps(void)
 	M.ncaps = 0;
 }
 
-/* Copies the strings of row r (decoded in another context) into one chunk of M.cxt. */
-static void
-pack_row(SchedFleetRow *r)
-{
-	SchedCandidate *c = &r->c;
-	Size		size = MAXALIGN(sizeof(SchedLabel) * c->labels.count) +
-		MAXALIGN(sizeof(char *) * c->version_count) + strlen(c->node_id) + 1;
-	char	   *chunk;
-	char	   *p;
-	SchedLabel *labels;
-	const char **versions;
-	int			i;
-
-	for (i = 0; i < c->labels.count; i++)
-		size += strlen(c->labels.items[i].key) + strlen(c->labels.items[i].value) + 2;
-	for (i = 0; i < c->version_count; i++)
-		if (c->versions[i] != NULL)
-			size += strlen(c->versions[i]) + 1;
-	chunk = MemoryContextAlloc(M.cxt, size);
-	labels = (SchedLabel *) chunk;
-	versions = (const char **) (chunk + MAXALIGN(sizeof(SchedLabel) * c->labels.count));
-	p = (char *) versions + MAXALIGN(sizeof(char *) * c->version_count);
-#define PUT(dst, s) do { size_t l_ = strlen(s) + 1; memcpy(p, (s), l_); (dst) = p; p += l_; } while (0)
-	PUT(c->node_id, c->node_id);
-	for (i = 0; i < c->labels.count; i++)
-	{
-		PUT(labels[i].key, c->labels.items[i].key);
-		PUT(labels[i].value, c->labels.items[i].value);
-	}
-	for (i = 0; i < c->version_count; i++)
-	{
-		if (c->versions[i] != NULL)
-			PUT(versions[i], c->versions[i]);
-		else
-			versions[i] = NULL;
-	}
-#undef PUT
-	Assert(p <= chunk + size);
-	c->labels.items = labels;
-	c->versions = versions;
-	r->owned = chunk;
-}
-
 static void
 index_rows(MirrorCap *cap)
 {
@@ -770,8 +727,7 @@ load_cap(const char *capability)
 
 	/*
 	 * The capability takes the rows' array the load filled, each row's strings packed by
-	 * the load into one chunk as pack_row packs them (all in rows_cxt), and indexes it
-	 * once.  Appended one by one into arrays of its own, a fleet of 100,000 nodes was
+	 * the load into one chunk (all in rows_cxt), and indexes it once.  Appended one by one into arrays of its own, a fleet of 100,000 nodes was
 	 * copied into 11 ever larger arrays, each in memory the backend faulted in, and
 	 * indexed again at each (bench/NOTES.md, twenty-fifth sitting); decoded and then
 	 * packed, every string was copied twice (twenty-sixth).  append_row grows it later
@@ -1070,9 +1026,8 @@ reread_nodes(char **ids, int count)
 			continue;			/* a capability nobody asked for */
 		k = cap - M.caps;
 		old = MemoryContextSwitchTo(tmp);
-		sched_fleet_decode(tup, SPI_tuptable->tupdesc, &row, true, NULL);
+		sched_fleet_decode_packed(tup, SPI_tuptable->tupdesc, &row, M.cxt);
 		MemoryContextSwitchTo(old);
-		pack_row(&row);
 		r = find_row(&M.caps[k], row.c.node_id);
 		if (r >= 0)
 		{
