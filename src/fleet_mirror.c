@@ -517,7 +517,8 @@ static struct
  * the refresh that filled it: every refresh starts with it empty.  A refresh that took
  * so many entries that the space grew past SCRATCH_KEEP_MAX (32 sessions of
  * dispatch_next(100) need about 1.3 MB) gives it all back when it ends, so a backend
- * keeps at most that much of it.
+ * keeps at most that much of it.  One refresh uses it at a time: a refresh runs nothing
+ * that refreshes the mirror again (its statements read the node and worker tables).
  */
 #define SCRATCH_ID_BLOCK 65536	/* bytes of each block of copied node ids */
 #define SCRATCH_KEEP_MAX (2 * 1024 * 1024)	/* more is given back after the refresh */
