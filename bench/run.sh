@@ -19,7 +19,9 @@
 #   2. dispatch_next(100), 1 / 2 / 4 / 8 / 32 clients, 1,000 nodes: placements/s; with 8
 #      clients vs the batched write floor (the same rows written plainly, 100 per
 #      statement, nodes chosen in advance), PL/pgSQL dispatch_next and the plain queue
-#      claim; 8 and 32 clients vs the best of 1, 2 and 4 (no collapse)
+#      claim; 8 and 32 clients vs the best of 1, 2 and 4 (no collapse), judged on the
+#      whole runs and shown beside in the runs' middles too (steady_window: every
+#      session past its first call, none closed yet)
 #   3. select_candidate p50 latency at 100 .. 100,000 nodes, and with 10x nodes of other
 #      capabilities (a second database, measured in turn with the first); vs the same
 #      selection in plain SQL
@@ -246,12 +248,14 @@ pending() { sql "$1" -c "SELECT count(*) FROM sched.request WHERE state = 'PENDI
 # pgb NAME DB CLIENTS SECONDS [pgbench options...]: runs pgbench for SECONDS (-T), or for
 # N transactions per client when SECONDS is "xN" (-t); sets PGB_TPS, PGB_N, PGB_FAILED,
 # PGB_RC, PGB_SECONDS (the measured time, N / tps).  Dies when pgbench fails, unless
-# PGB_ALLOW_FAIL=1.
+# PGB_ALLOW_FAIL=1.  With PGB_LOG set, pgbench also logs every transaction to files named
+# $PGB_LOG.* (-l; the earlier ones of that name removed first), for steady_window.
 pgb() {
     local name=$1 db=$2 c=$3 t=$4 j=1 mode=-T
     shift 4
     (( c > 1 )) && j=2
     if [ "${t#x}" != "$t" ]; then mode=-t; t=${t#x}; fi
+    if [ -n "${PGB_LOG:-}" ]; then rm -f "$PGB_LOG".*; set -- "$@" -l --log-prefix="$PGB_LOG"; fi
     PGB_RC=0
     pgbench -n -M prepared -c "$c" -j "$j" "$mode" "$t" --random-seed=5 "$@" "$db" \
         >"$WORK/$name.out" 2>"$WORK/$name.err" || PGB_RC=$?
@@ -262,6 +266,7 @@ pgb() {
         for _ in $(seq 1 60); do pg_isready -q && break; sleep 1; done
         sleep 2
         PGB_RC=0
+        [ -n "${PGB_LOG:-}" ] && rm -f "$PGB_LOG".*
         pgbench -n -M prepared -c "$c" -j "$j" "$mode" "$t" --random-seed=5 "$@" "$db" \
             >"$WORK/$name.out" 2>"$WORK/$name.err" || PGB_RC=$?
     fi
@@ -281,6 +286,31 @@ pgb() {
 }
 
 count_attempts() { sql "$1" -c "SELECT count(*) FROM sched.attempt"; }
+
+# steady_window PREFIX: from pgbench's per-transaction logs PREFIX.* (pgb with PGB_LOG),
+# the part of a run where every session is past its first transaction and none has
+# closed yet: from the moment the last session ended its first transaction to the moment
+# the first session ended its last (pgbench closes a session's connection right after
+# its last transaction).  Prints "transactions_in_window window_seconds before_seconds
+# after_seconds": the transactions that ended inside it, its length, and the time from
+# the run's first transaction's start to the window, and from the window to the run's
+# last transaction's end.  Prints nothing when there is no such window.
+steady_window() {
+    cat "$1".* 2>/dev/null | awk '
+        # client_id transaction_no latency_us script_no epoch_s epoch_us [lag]
+        NF >= 6 { end = $5 + $6 / 1e6; start = end - $3 / 1e6; e[NR] = end
+                  if (!(($1) in first) || end < first[$1]) first[$1] = end
+                  if (!(($1) in last) || end > last[$1]) last[$1] = end
+                  if (t0 == "" || start < t0) t0 = start
+                  if (t1 == "" || end > t1) t1 = end }
+        END { if (t0 == "") exit
+              w0 = ""; for (c in first) if (w0 == "" || first[c] > w0) w0 = first[c]
+              w1 = ""; for (c in last) if (w1 == "" || last[c] < w1) w1 = last[c]
+              if (w1 <= w0) exit
+              n = 0; for (i in e) if (e[i] > w0 && e[i] <= w1) n++
+              if (n == 0) exit
+              printf "%d %.6f %.6f %.6f\n", n, w1 - w0, w0 - t0, t1 - w1 }'
+}
 
 # pgb_bg NAME DB CLIENTS SECONDS [pgbench options...]: starts pgbench -T SECONDS in the
 # background (under `timeout`, so that it ends even if a client hangs); pgb_join waits for
@@ -451,7 +481,9 @@ if wants 2; then
                 claim) script=w2_plain_claim.pgbench ;;
             esac
             gate0=$(sql "$DB_DISPATCH" -F ' ' -c "SELECT entered, waited, timed_out, handed FROM sched._dispatch_gate()")
-            PGOPTIONS="$opts" pgb "w2_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T2" "${via[@]}" -D batch=$BATCH -D nodes="$FLEET" -f "$PGB_DIR/$script"
+            # pg_sched's direct runs log every transaction, for the rate in their middle
+            log=""; [ "$impl" = pg ] && log="$WORK/w2_${impl}_c${c}_$r.log"
+            PGB_LOG="$log" PGOPTIONS="$opts" pgb "w2_${impl}_c${c}_$r" "$DB_DISPATCH" "$c" "$T2" "${via[@]}" -D batch=$BATCH -D nodes="$FLEET" -f "$PGB_DIR/$script"
             if [ "$impl" = pg ]; then
                 # the dispatch gate (src/dispatch_gate.c): the share of turns that waited,
                 # that saw no turn given back for sched.dispatch_wait_max, and the turns
@@ -472,6 +504,13 @@ if wants 2; then
             rate=$(calc "$made / $PGB_SECONDS")
             record "w2.$impl.c$c" "$rate"
             line="$line $impl/$c $(fmt "$rate")/s"
+            if [ -n "$log" ] && read -r wn ws wb wa < <(steady_window "$log"); then
+                # every session past its first call, none closed yet: placements per
+                # transaction as in the whole run
+                record "w2.mid.c$c" "$(calc "$wn * $made / $PGB_N / $ws")"
+                record "w2.before.c$c" "$wb"; record "w2.after.c$c" "$wa"
+                line="$line (mid $(fmt "$(calc "$wn * $made / $PGB_N / $ws")")/s)"
+            fi
             left=$(pending "$DB_DISPATCH")
             [ "$left" -gt 0 ] || say "WARNING: the queue ran dry during workload 2 ($impl, $c clients): the figure is a lower bound"
         done
@@ -947,10 +986,17 @@ if wants 2; then
         v=$(median "w2.pg.c$c")
         if [ -n "$v" ] && { [ -z "$best" ] || ge "$v" "$best"; }; then best=$v; bestc=$c; fi
     done
+    # the same, in the runs' middles (steady_window): every session past its first call,
+    # none closed yet
+    bestmid=""; bestmidc=""
+    for c in 1 2 4; do
+        v=$(median "w2.mid.c$c")
+        if [ -n "$v" ] && { [ -z "$bestmid" ] || ge "$v" "$bestmid"; }; then bestmid=$v; bestmidc=$c; fi
+    done
     for c in $W2_CLIENTS; do
         v=$(median "w2.pg.c$c")
         case $c in
-            8|32) row 2 "dispatch_next($BATCH), $c clients: no collapse" "placements/s" "$(fmt "$v")" "best of 1, 2, 4 clients: $(fmt "$best")/s ($bestc)" "$(ratio "$v" "$best")x best" ">= 0.9x the best of 1, 2, 4" "$(yesno ge "$(ratio "$v" "$best")" 0.9)" ;;
+            8|32) row 2 "dispatch_next($BATCH), $c clients: no collapse" "placements/s" "$(fmt "$v")" "best of 1, 2, 4 clients: $(fmt "$best")/s ($bestc); in the runs' middles (every session past its first call, none closed): $c clients $(fmt "$(median "w2.mid.c$c")")/s, best of 1, 2, 4 $(fmt "$bestmid")/s ($bestmidc), $(ratio "$(median "w2.mid.c$c")" "$bestmid")x" "$(ratio "$v" "$best")x best" ">= 0.9x the best of 1, 2, 4" "$(yesno ge "$(ratio "$v" "$best")" 0.9)" ;;
             *) row 2 "dispatch_next($BATCH), $c client$( [ "$c" != 1 ] && echo s), $FLEET nodes" "placements/s" "$(fmt "$v")" "-" "$(ratio "$v" "$best")x best of 1, 2, 4" "-" "-" ;;
         esac
     done
@@ -960,6 +1006,7 @@ if wants 2; then
     done
     r8=$(ratio "$pg" "$best"); r32=$(ratio "$(median w2.pg.c32)" "$best")
     note "Workload 2, clients: $(for c in $W2_CLIENTS; do printf '%s: %s/s, ' "$c" "$(fmt "$(median "w2.pg.c$c")")"; done | sed 's/, $//'); the best of 1, 2 and 4 is $(fmt "$best")/s ($bestc clients); 8 clients get ${r8}x of it, 32 get ${r32}x (target >= 0.9x each: $(yesno ge "$r8" 0.9), $(yesno ge "$r32" 0.9))."
+    note "Workload 2, the runs' middles (from pgbench's log of every transaction: from the moment the last session ended its first call to the moment the first session ended its last, after which pgbench closes it), side by side with the whole runs above: $(for c in $W2_CLIENTS; do printf '%s client%s %s/s (whole run %s/s; %s s before the middle, %s s after it), ' "$c" "$( [ "$c" != 1 ] && echo s)" "$(fmt "$(median "w2.mid.c$c")")" "$(fmt "$(median "w2.pg.c$c")")" "$(fmt "$(median "w2.before.c$c")" 2)" "$(fmt "$(median "w2.after.c$c")" 2)"; done | sed 's/, $//'); so measured, 8 clients get $(ratio "$(median w2.mid.c8)" "$bestmid")x and 32 get $(ratio "$(median w2.mid.c32)" "$bestmid")x the best of 1, 2 and 4 ($(fmt "$bestmid")/s, $bestmidc clients). The target is judged on the whole runs."
     note "Workload 2 through pgbouncer in transaction mode with $POOL_SIZE server connections (as many as the server's CPUs; -M extended), side by side: 8 clients $(fmt "$(median w2.pooled.c8)")/s ($(ratio "$(median w2.pooled.c8)" "$best")x the best of 1, 2 and 4 direct; directly ${r8}x), 32 clients $(fmt "$(median w2.pooled.c32)")/s ($(ratio "$(median w2.pooled.c32)" "$best")x; directly ${r32}x)."
     note "Workload 2, without the dispatch gate (sched.dispatch_concurrency = 0), side by side: 8 clients $(fmt "$(median w2.pg_nogate.c8)")/s (the gate's figure is $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nogate.c8)")x it), 32 clients $(fmt "$(median w2.pg_nogate.c32)")/s ($(ratio "$(median w2.pg.c32)" "$(median w2.pg_nogate.c32)")x)."
     note "Workload 2, the gate's waiters left on the CPU the kernel woke them on (sched.dispatch_move_to_free_cpu = off), side by side: 8 clients $(fmt "$(median w2.pg_nomove.c8)")/s (with the move, as by default: $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nomove.c8)")x it)."

@@ -449,3 +449,54 @@ SELECT count(*) AS wrong_value_matches
     heartbeat_ttl => '1 hour', at => '2024-01-01 12:00:30+00');
 SELECT full_loads > 0 AS loaded, sched._fleet_mirror_check('lab') AS differ
   FROM sched._fleet_mirror_stats();
+
+-- ---------------------------------------------------------------------------------
+-- A refresh that takes thousands of other transactions' entries, as a session does
+-- when many others dispatch: its copies of their node ids fill more than one of its
+-- scratch blocks (src/fleet_mirror.c: 64 kB each; 2,400 counters entries of 80-byte
+-- ids here, and re-read nodes among them), and the same again at the next refresh.
+-- ---------------------------------------------------------------------------------
+\c
+SET TIME ZONE 'UTC';
+SELECT count(*) FROM (
+  SELECT sched.upsert_node(format('%s-%s', repeat('x', 75), lpad(i::text, 4, '0')),
+             labels => '{"zone": "a"}', cpu_millis => 8000, memory_mb => 8192)
+    FROM generate_series(1, 1200) i) s;
+SELECT count(*) FROM (
+  SELECT sched.register_worker(node_id, 'big', ARRAY['1'], slots => 4, at => '2024-01-01 12:00:00+00')
+    FROM sched.node WHERE node_id LIKE 'xxx%') s;
+SELECT sched._fleet_mirror_check('big') AS differ_loaded;
+SELECT full_loads AS l0, rows_reread AS r0, rows_patched AS p0 FROM sched._fleet_mirror_stats() \gset
+UPDATE sched.node SET live_attempts = 1, reserved_cpu_millis = 100 WHERE node_id LIKE 'xxx%';
+UPDATE sched.worker SET live_attempts = 1 WHERE capability = 'big';
+UPDATE sched.node SET weight = 7 WHERE node_id LIKE 'xxx%' AND right(node_id, 2) = '00';
+SELECT sched._fleet_mirror_check('big') AS differ_after_many;
+-- caught up from the entries, not reloaded (which rows are patched and which re-read
+-- depends on whether the versions they updated were pruned since)
+SELECT full_loads - :l0 AS full_loads,
+       rows_reread - :r0 + rows_patched - :p0 >= 1200 AS caught_up FROM sched._fleet_mirror_stats();
+SELECT full_loads AS l0, rows_reread AS r0, rows_patched AS p0 FROM sched._fleet_mirror_stats() \gset
+UPDATE sched.node SET live_attempts = 2, reserved_cpu_millis = 200 WHERE node_id LIKE 'xxx%';
+UPDATE sched.node SET weight = 8 WHERE node_id LIKE 'xxx%' AND right(node_id, 2) = '50';
+SELECT sched._fleet_mirror_check('big') AS differ_after_many_again;
+-- caught up from the entries, not reloaded (which rows are patched and which re-read
+-- depends on whether the versions they updated were pruned since)
+SELECT full_loads - :l0 AS full_loads,
+       rows_reread - :r0 + rows_patched - :p0 >= 1200 AS caught_up FROM sched._fleet_mirror_stats();
+-- the refresh's scratch space is kept for the next one ...
+SELECT sum(total_bytes) > 256 * 1024 AS scratch_kept
+  FROM pg_backend_memory_contexts WHERE name = 'pg_sched mirror refresh';
+-- ... unless it grew past 2 MB: 9,600 entries
+UPDATE sched.node SET live_attempts = 3 WHERE node_id LIKE 'xxx%';
+UPDATE sched.node SET live_attempts = 4 WHERE node_id LIKE 'xxx%';
+UPDATE sched.node SET live_attempts = 5 WHERE node_id LIKE 'xxx%';
+UPDATE sched.node SET live_attempts = 6 WHERE node_id LIKE 'xxx%';
+UPDATE sched.worker SET live_attempts = 2 WHERE capability = 'big';
+UPDATE sched.worker SET live_attempts = 3 WHERE capability = 'big';
+UPDATE sched.worker SET live_attempts = 0 WHERE capability = 'big';
+UPDATE sched.worker SET live_attempts = 1 WHERE capability = 'big';
+SELECT sched._fleet_mirror_check('big') AS differ_after_more;
+SELECT sum(total_bytes) < 64 * 1024 AS scratch_given_back
+  FROM pg_backend_memory_contexts WHERE name = 'pg_sched mirror refresh';
+SELECT count(*) FILTER (WHERE score IS NOT NULL) AS ranked
+  FROM sched.rank_candidates('big', '1', heartbeat_ttl => '50 years');

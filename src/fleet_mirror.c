@@ -508,6 +508,96 @@ static struct
 	int64		losses;
 } M;
 
+/*
+ * The scratch space of a refresh, kept from one to the next in its own context (under
+ * the mirror's) and only grown: with many sessions dispatching, each refresh takes
+ * thousands of other sessions' entries, and arrays made afresh at every call, and the
+ * node ids copied one by one, cost their allocations, their copies as they doubled, and
+ * the page faults of memory the backend had just given back.  Nothing in it outlives
+ * the refresh that filled it: every refresh starts with it empty.  A refresh that took
+ * so many entries that the space grew past SCRATCH_KEEP_MAX (32 sessions of
+ * dispatch_next(100) need about 1.3 MB) gives it all back when it ends, so a backend
+ * keeps at most that much of it.  One refresh uses it at a time: a refresh runs nothing
+ * that refreshes the mirror again (its statements read the node and worker tables).
+ */
+#define SCRATCH_ID_BLOCK 65536	/* bytes of each block of copied node ids */
+#define SCRATCH_KEEP_MAX (2 * 1024 * 1024)	/* more is given back after the refresh */
+
+static struct
+{
+	MemoryContext cxt;
+	PendingChange *cands;		/* counters entries settled in the snapshot */
+	int			cands_allocated;
+	char	  **changed;		/* node ids to re-read */
+	int			changed_allocated;
+	char	  **fallback;		/* patch_counters: node ids it could not patch */
+	int			fallback_allocated;
+	void	   *groups;			/* patch_counters: PatchGroup per row */
+	int			groups_allocated;
+	int		   *slots;			/* patch_counters: its hash table of groups */
+	int			slots_allocated;
+	char	  **id_blocks;		/* node ids copied by this refresh, in blocks that stay */
+	int			id_nblocks;
+	int			id_blocks_allocated;
+	int			id_block;		/* the block being filled */
+	Size		id_used;		/* bytes of it used */
+} R;
+
+/* (*array) with room for at least `need` elements of `elem` bytes, in R.cxt; grown by
+ * doubling, its contents kept. */
+static void
+scratch_reserve(void **array, int *allocated, int need, Size elem)
+{
+	int			n;
+
+	if (need <= *allocated)
+		return;
+	n = Max(64, *allocated);
+	while (n < need)
+		n *= 2;
+	*array = *array == NULL ? MemoryContextAlloc(R.cxt, elem * n)
+		: repalloc(*array, elem * n);
+	*allocated = n;
+}
+
+/* At the end of a refresh: the scratch space given back if it grew past
+ * SCRATCH_KEEP_MAX, else kept for the next refresh. */
+static void
+scratch_trim(void)
+{
+	MemoryContext cxt = R.cxt;
+
+	if (cxt == NULL || MemoryContextMemAllocated(cxt, false) <= SCRATCH_KEEP_MAX)
+		return;
+	MemoryContextReset(cxt);
+	memset(&R, 0, sizeof(R));
+	R.cxt = cxt;
+}
+
+/* A copy of node id `id` (len bytes) valid until the next refresh starts. */
+static char *
+scratch_id(const char *id, int len)
+{
+	char	   *copy;
+
+	if (R.id_used + len + 1 > SCRATCH_ID_BLOCK)
+	{
+		R.id_block++;
+		R.id_used = 0;
+	}
+	if (R.id_block == R.id_nblocks)
+	{
+		scratch_reserve((void **) &R.id_blocks, &R.id_blocks_allocated, R.id_nblocks + 1,
+						sizeof(char *));
+		R.id_blocks[R.id_nblocks++] = MemoryContextAlloc(R.cxt, SCRATCH_ID_BLOCK);
+	}
+	copy = R.id_blocks[R.id_block] + R.id_used;
+	memcpy(copy, id, len);
+	copy[len] = '\0';
+	R.id_used += len + 1;
+	return copy;
+}
+
 static void
 to_garbage(void *chunk)
 {
@@ -1132,8 +1222,8 @@ change_row_hash(const PendingChange *c)
  * when it was appended once the version was written, else read: new_version_of); the
  * other columns are those the mirror has, which counters entries do not change.  When
  * none committed, the mirror's row stands, unless it was read by the transaction that
- * wrote (own: it may hold a rolled back write).  Nodes whose version cannot be read this way are returned
- * in *fallback (to re-read).
+ * wrote (own: it may hold a rolled back write).  Nodes whose version cannot be read this
+ * way are returned in *fallback (to re-read; the array and the ids are the refresh's).
  *
  * The entries are gathered by row in a hash table, newest first, so that a row's
  * commit lookups stop at its last committed entry: a mirror 31 sessions behind takes
@@ -1153,13 +1243,16 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 				k,
 				w;
 
-	*fallback = palloc(sizeof(char *) * ncand);
+	scratch_reserve((void **) &R.fallback, &R.fallback_allocated, ncand, sizeof(char *));
+	*fallback = R.fallback;
 	*nfallback = 0;
 	while (nslots < 2 * ncand)
 		nslots *= 2;
-	slots = palloc(sizeof(int) * nslots);
+	scratch_reserve((void **) &R.slots, &R.slots_allocated, nslots, sizeof(int));
+	slots = R.slots;
 	memset(slots, -1, sizeof(int) * nslots);
-	groups = palloc(sizeof(PatchGroup) * Max(ncand, 1));
+	scratch_reserve(&R.groups, &R.groups_allocated, ncand, sizeof(PatchGroup));
+	groups = R.groups;
 	/* from the end: the entries that were pending (older, appended last, in any order)
 	 * first, then the ring's newest first; the seq test below holds for any order */
 	for (i = ncand - 1; i >= 0; i--)
@@ -1203,7 +1296,7 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 			/* nothing committed: the version before them is unchanged, unless the
 			 * mirror read one of our own that rolled back */
 			if (g->own)
-				(*fallback)[(*nfallback)++] = pstrdup(node_id);
+				(*fallback)[(*nfallback)++] = (char *) node_id;
 			continue;
 		}
 		for (k = 0; k < M.ncaps && nrows < lengthof(rows); k++)
@@ -1221,7 +1314,7 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 			continue;			/* no row of it mirrored */
 		if (nrows == lengthof(rows))
 		{
-			(*fallback)[(*nfallback)++] = pstrdup(node_id);
+			(*fallback)[(*nfallback)++] = (char *) node_id;
 			continue;
 		}
 		if (ItemPointerIsValid(&last->new_tid))
@@ -1237,7 +1330,7 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 			}
 			if (!new_version_of(rels[w], nblocks[w], last, &tid))
 			{
-				(*fallback)[(*nfallback)++] = pstrdup(node_id);
+				(*fallback)[(*nfallback)++] = (char *) node_id;
 				continue;
 			}
 		}
@@ -1267,24 +1360,23 @@ patch_counters(PendingChange *cands, int ncand, char **reread, int nreread,
 	for (w = 0; w < 2; w++)
 		if (rels[w] != NULL)
 			table_close(rels[w], AccessShareLock);
-	pfree(groups);
-	pfree(slots);
 }
 
-/* Appends change c to a list of this refresh (copy: its node_id copied too). */
+/* Appends counters entry c to the refresh's candidates (R.cands; *n of them so far),
+ * its node_id as it is (it lives until the refresh ends). */
 static void
-add_change(PendingChange **list, int *n, int *allocated, const PendingChange *c, bool copy)
+add_cand(int *n, const PendingChange *c)
 {
-	if (*n == *allocated)
-	{
-		*allocated = Max(64, *allocated * 2);
-		*list = *list == NULL ? palloc(sizeof(PendingChange) * *allocated)
-			: repalloc(*list, sizeof(PendingChange) * *allocated);
-	}
-	(*list)[*n] = *c;
-	if (copy)
-		(*list)[*n].node_id = pstrdup(c->node_id);
-	(*n)++;
+	scratch_reserve((void **) &R.cands, &R.cands_allocated, *n + 1, sizeof(PendingChange));
+	R.cands[(*n)++] = *c;
+}
+
+/* Appends node id `id` to the ids to re-read (R.changed; *n of them so far). */
+static void
+add_changed(int *n, char *id)
+{
+	scratch_reserve((void **) &R.changed, &R.changed_allocated, *n + 1, sizeof(char *));
+	R.changed[(*n)++] = id;
 }
 
 /*
@@ -1299,12 +1391,8 @@ refresh(Snapshot S)
 	Oid			worker_relid;
 	uint64		head;
 	uint64		seq;
-	char	  **changed;
-	int			nchanged = 0;
-	int			allocated = 64;
-	PendingChange *cands = NULL;	/* counters entries settled in S */
-	int			ncand = 0;
-	int			cands_allocated = 0;
+	int			nchanged = 0;	/* R.changed */
+	int			ncand = 0;		/* R.cands */
 	PendingChange c;
 	int			i;
 	int			kept;
@@ -1318,6 +1406,10 @@ refresh(Snapshot S)
 									  ALLOCSET_DEFAULT_SIZES);
 		M.dbid = InvalidOid;
 	}
+	if (R.cxt == NULL)
+		R.cxt = AllocSetContextCreate(M.cxt, "pg_sched mirror refresh", ALLOCSET_DEFAULT_SIZES);
+	R.id_block = 0;
+	R.id_used = 0;
 	collect_garbage();
 	if (!snapshot_covers_last(S))
 	{
@@ -1344,7 +1436,6 @@ refresh(Snapshot S)
 		}
 	}
 
-	changed = palloc(sizeof(char *) * allocated);
 	for (seq = M.next_seq; seq < head; seq++)
 	{
 		SchedChange *slot = &change_log->entries[seq % change_log->size];
@@ -1392,15 +1483,16 @@ refresh(Snapshot S)
 			if (XidInMVCCSnapshot(c.xid, S))
 				add_pending(&c);
 			else
-				add_change(&cands, &ncand, &cands_allocated, &c, true);
+			{
+				c.node_id = scratch_id(id, len);
+				add_cand(&ncand, &c);
+			}
 			continue;
 		}
 		/* other changes, and our own (visible in S): re-read, until settled */
 		if (!xid_settled(c.xid, S))
 			add_pending(&c);
-		if (nchanged == allocated)
-			changed = repalloc(changed, sizeof(char *) * (allocated *= 2));
-		changed[nchanged++] = pstrdup(id);
+		add_changed(&nchanged, scratch_id(id, len));
 	}
 	M.next_seq = head;
 
@@ -1424,14 +1516,12 @@ refresh(Snapshot S)
 				M.pending[kept++] = *p;
 			else
 			{
-				add_change(&cands, &ncand, &cands_allocated, p, false);
+				add_cand(&ncand, p);	/* (its node_id freed at a later refresh) */
 				to_garbage(p->node_id);
 			}
 			continue;
 		}
-		if (nchanged == allocated)
-			changed = repalloc(changed, sizeof(char *) * (allocated *= 2));
-		changed[nchanged++] = p->node_id;
+		add_changed(&nchanged, p->node_id);
 		if (xid_settled(p->xid, S))
 			to_garbage(p->node_id);
 		else
@@ -1467,22 +1557,23 @@ refresh(Snapshot S)
 
 		for (i = 0; i < M.ncaps; i++)
 			total += M.caps[i].fleet.count;
-		nchanged = sort_unique(changed, nchanged);
+		nchanged = sort_unique(R.changed, nchanged);
 		if (nchanged > 64 && nchanged > total / 4)
 			drop_caps();		/* cheaper to read the capabilities again */
 		else
-			reread_nodes(changed, nchanged);
+			reread_nodes(R.changed, nchanged);
 	}
 	if (ncand > 0 && M.ncaps > 0)
 	{
 		char	  **fallback;
 		int			nfallback;
 
-		patch_counters(cands, ncand, changed, nchanged, &fallback, &nfallback);
+		patch_counters(R.cands, ncand, R.changed, nchanged, &fallback, &nfallback);
 		/* (a node may fall back twice: its row and its worker's) */
 		if (nfallback > 0)
 			reread_nodes(fallback, sort_unique(fallback, nfallback));
 	}
+	scratch_trim();
 	remember_snapshot(S);
 	return true;
 }
