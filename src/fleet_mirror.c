@@ -543,21 +543,28 @@ static struct
 	Size		id_used;		/* bytes of it used */
 } R;
 
-/* (*array) with room for at least `need` elements of `elem` bytes, in R.cxt; grown by
- * doubling, its contents kept. */
+/* (*array), of *allocated elements of `elem` bytes in cxt, with room for at least
+ * `need`: grown by doubling (to `least` at first), its contents kept. */
 static void
-scratch_reserve(void **array, int *allocated, int need, Size elem)
+grow_array(MemoryContext cxt, void **array, int *allocated, int need, Size elem, int least)
 {
 	int			n;
 
 	if (need <= *allocated)
 		return;
-	n = Max(64, *allocated);
+	n = Max(least, *allocated);
 	while (n < need)
 		n *= 2;
-	*array = *array == NULL ? MemoryContextAlloc(R.cxt, elem * n)
+	*array = *array == NULL ? MemoryContextAlloc(cxt, elem * n)
 		: repalloc(*array, elem * n);
 	*allocated = n;
+}
+
+/* The same for an array of the refresh's scratch space. */
+static void
+scratch_reserve(void **array, int *allocated, int need, Size elem)
+{
+	grow_array(R.cxt, array, allocated, need, elem, 64);
 }
 
 /* At the end of a refresh: the scratch space given back if it grew past
@@ -603,13 +610,8 @@ to_garbage(void *chunk)
 {
 	if (chunk == NULL)
 		return;
-	if (M.ngarbage == M.garbage_allocated)
-	{
-		M.garbage_allocated = Max(64, M.garbage_allocated * 2);
-		M.garbage = M.garbage == NULL
-			? MemoryContextAlloc(M.cxt, sizeof(void *) * M.garbage_allocated)
-			: repalloc(M.garbage, sizeof(void *) * M.garbage_allocated);
-	}
+	grow_array(M.cxt, (void **) &M.garbage, &M.garbage_allocated, M.ngarbage + 1,
+			   sizeof(void *), 64);
 	M.garbage[M.ngarbage++] = chunk;
 	M.garbage_lxid = MyProc->lxid;
 }
@@ -619,13 +621,8 @@ to_garbage_cxt(MemoryContext cxt)
 {
 	if (cxt == NULL)
 		return;
-	if (M.ngarbage_cxts == M.garbage_cxts_allocated)
-	{
-		M.garbage_cxts_allocated = Max(8, M.garbage_cxts_allocated * 2);
-		M.garbage_cxts = M.garbage_cxts == NULL
-			? MemoryContextAlloc(M.cxt, sizeof(MemoryContext) * M.garbage_cxts_allocated)
-			: repalloc(M.garbage_cxts, sizeof(MemoryContext) * M.garbage_cxts_allocated);
-	}
+	grow_array(M.cxt, (void **) &M.garbage_cxts, &M.garbage_cxts_allocated,
+			   M.ngarbage_cxts + 1, sizeof(MemoryContext), 8);
 	M.garbage_cxts[M.ngarbage_cxts++] = cxt;
 	M.garbage_lxid = MyProc->lxid;
 }
@@ -794,13 +791,7 @@ load_cap(const char *capability)
 	SchedFleet	read;
 	MirrorCap  *cap;
 
-	if (M.ncaps == M.caps_allocated)
-	{
-		M.caps_allocated = Max(4, M.caps_allocated * 2);
-		M.caps = M.caps == NULL
-			? MemoryContextAlloc(M.cxt, sizeof(MirrorCap) * M.caps_allocated)
-			: repalloc(M.caps, sizeof(MirrorCap) * M.caps_allocated);
-	}
+	grow_array(M.cxt, (void **) &M.caps, &M.caps_allocated, M.ncaps + 1, sizeof(MirrorCap), 4);
 	/*
 	 * The load first, before anything of the capability is allocated in M.cxt: an error
 	 * in it (a cancel) leaves nothing there (rows_cxt goes with tmp), and nothing after
@@ -1000,13 +991,8 @@ older_settled(Snapshot S)
 static void
 add_pending(const PendingChange *c)
 {
-	if (M.npending == M.pending_allocated)
-	{
-		M.pending_allocated = Max(64, M.pending_allocated * 2);
-		M.pending = M.pending == NULL
-			? MemoryContextAlloc(M.cxt, sizeof(PendingChange) * M.pending_allocated)
-			: repalloc(M.pending, sizeof(PendingChange) * M.pending_allocated);
-	}
+	grow_array(M.cxt, (void **) &M.pending, &M.pending_allocated, M.npending + 1,
+			   sizeof(PendingChange), 64);
 	M.pending[M.npending] = *c;
 	M.pending[M.npending].node_id = MemoryContextStrdup(M.cxt, c->node_id);
 	M.npending++;
