@@ -187,8 +187,9 @@ label_strings(Jsonb *jb, RowString *keys, RowString *values)
 /*
  * The strings of a fleet row (its node_id, the labels when with_labels, the worker's
  * capability versions) decoded into one chunk allocated in pack, r->owned, as the fleet
- * mirror keeps a row: the labels' array, the versions' array, then the strings.  Read where they lie in the datums (the labels off
- * the jsonb's entries), so that a large fleet is decoded without a copy per string.
+ * mirror keeps a row: the labels' array, the versions' array, then the strings.  Read
+ * where they lie in the datums (the labels off the jsonb's entries), so that a large
+ * fleet is decoded without a copy per string.
  */
 static void
 decode_strings_packed(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels,
@@ -333,7 +334,8 @@ decode_columns(const Datum *v, const bool *n, SchedFleetRow *r, bool with_labels
  * Columns after SCHED_FLEET_COLUMNS (at most 4) are ignored.
  */
 void
-sched_fleet_decode_packed(HeapTuple tup, TupleDesc desc, SchedFleetRow *r, MemoryContext pack)
+sched_fleet_decode_packed(HeapTuple tup, TupleDesc desc, SchedFleetRow *r,
+						  MemoryContext pack)
 {
 	Datum		v[FC_COUNT + 4];
 	bool		n[FC_COUNT + 4];

@@ -791,7 +791,8 @@ load_cap(const char *capability)
 	SchedFleet	read;
 	MirrorCap  *cap;
 
-	grow_array(M.cxt, (void **) &M.caps, &M.caps_allocated, M.ncaps + 1, sizeof(MirrorCap), 4);
+	grow_array(M.cxt, (void **) &M.caps, &M.caps_allocated, M.ncaps + 1,
+			   sizeof(MirrorCap), 4);
 	/*
 	 * The load first, before anything of the capability is allocated in M.cxt: an error
 	 * in it (a cancel) leaves nothing there (rows_cxt goes with tmp), and nothing after
@@ -808,11 +809,12 @@ load_cap(const char *capability)
 
 	/*
 	 * The capability takes the rows' array the load filled, each row's strings packed by
-	 * the load into one chunk (all in rows_cxt), and indexes it once.  Appended one by one into arrays of its own, a fleet of 100,000 nodes was
-	 * copied into 11 ever larger arrays, each in memory the backend faulted in, and
-	 * indexed again at each (bench/NOTES.md, twenty-fifth sitting); decoded and then
-	 * packed, every string was copied twice (twenty-sixth).  append_row grows it later
-	 * as before (the capacity counted is the rows).
+	 * the load into one chunk (all in rows_cxt), and indexes it once.  Appended one by
+	 * one into arrays of its own, a fleet of 100,000 nodes was copied into 11 ever larger
+	 * arrays, each in memory the backend faulted in, and indexed again at each
+	 * (bench/NOTES.md, twenty-fifth sitting); decoded and then packed, every string was
+	 * copied twice (twenty-sixth).  append_row grows it later as before (the capacity
+	 * counted is the rows).
 	 */
 	/* (the load grows the array fourfold: give back what it did not fill) */
 	cap->fleet.rows = repalloc(read.rows, sizeof(SchedFleetRow) * Max(read.count, 1));
