@@ -13,10 +13,12 @@
  * their end, after their commit was visible) and this transaction's own earlier writes;
  * the reservations a dispatch_next batch still defers are added from the batch
  * (count_deferred), except for a rate limit, whose window is counted after the batch is
- * written.  A tenant's live attempts and what they reserve are the sums
- * sched.tenant_live keeps, written in the same transactions as the attempts.  So the
- * holders of a lock check and reserve one after another, each seeing all that the
- * others reserved, whatever the isolation level.
+ * written.  A key's count is first bounded from above by its entries in
+ * attempt_live_key_idx, read without the table (key_live_bound); the exact count follows
+ * only when the bound leaves no room under the limit (scope_used).  A tenant's live
+ * attempts and what they reserve are the sums sched.tenant_live keeps, written in the
+ * same transactions as the attempts.  So the holders of a lock check and reserve one
+ * after another, each seeing all that the others reserved, whatever the isolation level.
  * Attempts that end take no lock: an end only lowers a count, and a dispatcher that
  * counted an attempt ending meanwhile errs on the safe side.
  *
@@ -149,6 +151,32 @@ key_live_count(const char *key, Snapshot snapshot)
 	}
 	sched_index_scan_end(&scan);
 	return live;
+}
+
+/*
+ * An upper bound of key_live_count(key, snapshot), read from attempt_live_key_idx alone:
+ * the number of the key's entries.  A version that satisfies the index's predicate
+ * (finished_at IS NULL) has an entry, or shares its update chain's entry (a HOT update
+ * changes neither the key nor finished_at: columns of an index or its predicate), and no
+ * snapshot sees two versions of one chain; so no snapshot sees more live attempts of the
+ * key than it has entries.  Entries of versions it does not see (ended or replaced since,
+ * another transaction's not yet committed, aborted) count too, until they are marked dead
+ * or vacuumed away.  No row is read, so it costs a walk of the key's index entries where
+ * the exact count reads a table row for each.
+ */
+static int64
+key_live_bound(const char *key, Snapshot snapshot)
+{
+	SchedIndexScan scan;
+	ScanKeyData skey;
+	int64		entries = 0;
+
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(key));
+	sched_index_scan_begin(&scan, "attempt", "attempt_live_key_idx", snapshot, &skey, 1);
+	while (sched_index_scan_next_entry(&scan))
+		entries++;
+	sched_index_scan_end(&scan);
+	return entries;
 }
 
 /* dispatches of the key within `per` of t, and the time the n-th latest of them leaves
@@ -486,6 +514,13 @@ key_used(const char *key, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
 	used[0] = key_live_count(key, snapshot);
 }
 
+/* At least what a key's live attempts hold as `snapshot` sees them (key_live_bound). */
+static void
+key_bound(const char *key, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
+{
+	used[0] = key_live_bound(key, snapshot);
+}
+
 typedef void (*ScopeCounter) (const char *name, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS]);
 
 /*
@@ -495,26 +530,44 @@ typedef void (*ScopeCounter) (const char *name, Snapshot snapshot, int64 used[SC
  * that this snapshot does not show; it returns then with the scope's lock held (step 5,
  * claim_end, or the caller, releases it).  Without claims the caller holds the scope's
  * lock to the commit already, and unseen is left alone.
+ *
+ * With `bound` (a counter of at least what count counts, cheaper), the bound is counted
+ * first, and the check is made again with count only when the bound and unseen reach
+ * `room` (live attempts): under room, the exact count is under it too, and the caller's
+ * comparison with the limit has the same outcome.  So used holds the exact count when
+ * used[0] + unseen[0] >= room.
  */
 static void
-scope_used(uint16 space, uint64 scope, const char *name, ScopeCounter count, bool claims,
+scope_used(uint16 space, uint64 scope, const char *name, ScopeCounter count,
+		   ScopeCounter bound, int64 room, bool claims,
 		   int64 used[SCHED_LIMIT_DIMENSIONS], int64 unseen[SCHED_LIMIT_DIMENSIONS])
 {
 	SchedClaimOthers others;
 	Snapshot	snapshot;
+	ScopeCounter counter = bound != NULL ? bound : count;
 
 	for (;;)
 	{
 		uint64		ended = claims ? sched_limit_claims_ended() : 0;
 
 		snapshot = RegisterSnapshot(GetLatestSnapshot());
-		count(name, snapshot, used);
-		if (!claims || claim_begin(space, scope, ended, &others))
+		counter(name, snapshot, used);
+		if (claims && !claim_begin(space, scope, ended, &others))
+		{
+			UnregisterSnapshot(snapshot);
+			continue;
+		}
+		if (claims)
+			sched_limit_claims_unseen(&others, snapshot, unseen);
+		if (counter == count || used[0] + unseen[0] < room)
 			break;
+		/* the bound leaves no room: the check again, with the exact count */
+		if (claims)
+			sched_limit_claims_unlock(space, scope);
 		UnregisterSnapshot(snapshot);
+		memset(unseen, 0, sizeof(int64) * SCHED_LIMIT_DIMENSIONS);
+		counter = count;
 	}
-	if (claims)
-		sched_limit_claims_unseen(&others, snapshot, unseen);
 	UnregisterSnapshot(snapshot);
 }
 
@@ -620,9 +673,12 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		int64		used[SCHED_LIMIT_DIMENSIONS] = {0};
 		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
 		int64		asks[SCHED_LIMIT_DIMENSIONS] = {1, 0, 0, 0};
+		int64		deferred = 0;
 
-		scope_used(SCHED_KEY_LOCK_SPACE, key_hash, key, key_used, short_key, used, unseen);
-		count_deferred(cache, key, NULL, &used[0], NULL);
+		count_deferred(cache, key, NULL, &deferred, NULL);
+		scope_used(SCHED_KEY_LOCK_SPACE, key_hash, key, key_used, key_bound, lim.max_live - deferred,
+				   short_key, used, unseen);
+		used[0] += deferred;
 		if (used[0] + unseen[0] >= lim.max_live)
 		{
 			if (short_key)
@@ -672,8 +728,8 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		int64		asks[SCHED_LIMIT_DIMENSIONS];
 		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
 
-		scope_used(SCHED_TENANT_LOCK_SPACE, tenant_hash, req->tenant, tenant_used, short_quota,
-				   used, unseen);
+		scope_used(SCHED_TENANT_LOCK_SPACE, tenant_hash, req->tenant, tenant_used, NULL, 0,
+				   short_quota, used, unseen);
 		count_deferred(cache, NULL, req->tenant, NULL, used);
 		asks[0] = 1;
 		asks[1] = p->reserve_cpu_millis;
