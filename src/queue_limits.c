@@ -83,41 +83,45 @@
  * dispatches and per, tenant_quota's four maxima, each read by its table's primary key
  * in C: read_limits) */
 
+/* The three limit tables, as bits of a mask (SchedBatch.limit_tables). */
+#define LIMIT_CONCURRENCY	0x1
+#define LIMIT_RATE			0x2
+#define LIMIT_QUOTA			0x4
+
 /*
- * Whether a limit may exist: false when none of the three limit tables has a block.  A
- * row, committed or not, needs a block, so a table without one holds no row for any
+ * Which limit tables may hold a row: those with a block (bits LIMIT_*).  A row,
+ * committed or not, needs a block, so a table without one holds no row for any
  * snapshot; a limit set concurrently is one that commits after this look (it applies from
  * the calls that begin after it commits).  Relation sizes, no statement: most databases
  * set no limit, and every dispatch_attempt asks.
  */
-static bool
-limits_may_exist(void)
+static int
+limit_tables_with_blocks(void)
 {
 	static const char *const tables[] = {"concurrency_limit", "rate_limit", "tenant_quota"};
 	Oid			nsp = get_namespace_oid("sched", false);
+	int			mask = 0;
 	int			i;
 
 	for (i = 0; i < lengthof(tables); i++)
 	{
 		Oid			relid = get_relname_relid(tables[i], nsp);
 		Relation	rel;
-		BlockNumber blocks;
 
 		if (!OidIsValid(relid))
 			elog(ERROR, "pg_sched: sched.%s is missing", tables[i]);
 		rel = table_open(relid, AccessShareLock);
-		blocks = RelationGetNumberOfBlocks(rel);
+		if (RelationGetNumberOfBlocks(rel) > 0)
+			mask |= 1 << i;
 		table_close(rel, AccessShareLock);
-		if (blocks > 0)
-			return true;
 	}
-	return false;
+	return mask;
 }
 
-/* (when the tables have blocks: whether they have rows the latest snapshot sees) */
-static SchedStatement any_limits = {
-	"SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit) OR EXISTS (SELECT 1 FROM sched.rate_limit) "
-	"    OR EXISTS (SELECT 1 FROM sched.tenant_quota)",
+/* (when tables have blocks: which have rows the latest snapshot sees, in the bits' order) */
+static SchedStatement limit_tables_with_rows = {
+	"SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit), EXISTS (SELECT 1 FROM sched.rate_limit), "
+	"       EXISTS (SELECT 1 FROM sched.tenant_quota)",
 	0, {InvalidOid}
 };
 
@@ -370,8 +374,8 @@ limit_row(const char *table, const char *key, Snapshot snapshot, const char *con
  * the next one (as whether any limit exists).
  */
 static void
-read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, SchedBatch *cache,
-			LimitsOf *out)
+read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, int tables,
+			SchedBatch *cache, LimitsOf *out)
 {
 	const char *key = req->concurrency_key;
 	LimitsOf   *e = NULL;
@@ -416,12 +420,14 @@ read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, Sch
 		static const char *const concurrency[] = {"max_live"};
 		static const char *const rate[] = {"dispatches", "per"};
 
-		if (limit_row("concurrency_limit", key, snapshot, concurrency, 1, d, isnull))
+		if ((tables & LIMIT_CONCURRENCY) &&
+			limit_row("concurrency_limit", key, snapshot, concurrency, 1, d, isnull))
 		{
 			out->has_concurrency = !isnull[0];
 			out->max_live = isnull[0] ? 0 : DatumGetInt32(d[0]);
 		}
-		if (limit_row("rate_limit", key, snapshot, rate, 2, d, isnull) && !isnull[0] && !isnull[1])
+		if ((tables & LIMIT_RATE) && limit_row("rate_limit", key, snapshot, rate, 2, d, isnull) &&
+			!isnull[0] && !isnull[1])
 		{
 			out->has_rate = true;
 			out->dispatches = DatumGetInt32(d[0]);
@@ -431,7 +437,8 @@ read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, Sch
 	{
 		static const char *const quota[] = {"max_live", "max_cpu_millis", "max_memory_mb", "max_gpus"};
 
-		if (!limit_row("tenant_quota", req->tenant, snapshot, quota, 4, d, out->q_null))
+		if (!(tables & LIMIT_QUOTA) ||
+			!limit_row("tenant_quota", req->tenant, snapshot, quota, 4, d, out->q_null))
 			for (i = 0; i < 4; i++)
 				out->q_null[i] = true;
 		for (i = 0; i < 4; i++)
@@ -613,6 +620,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	bool		short_key,
 				short_quota;
 	int			i;
+	int			tables;
 	LimitsOf	lim;
 
 	memset(out, 0, sizeof(*out));
@@ -622,20 +630,29 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		return;					/* still at 0.1.0: no limits there */
 	if (cache != NULL && cache->limits_known == 0)
 	{
+		int			with_rows = 0;
+
 		cache->limits_known = 1;
-		if (limits_may_exist())
+		cache->limit_tables = limit_tables_with_blocks();
+		if (cache->limit_tables != 0)
 		{
-			sched_spi_exec_latest(&any_limits, NULL, NULL, SPI_OK_SELECT);
-			cache->limits_known = DatumGetBool(sched_spi_get(0, 1, &isnull)) ? 2 : 1;
+			sched_spi_exec_latest(&limit_tables_with_rows, NULL, NULL, SPI_OK_SELECT);
+			for (i = 0; i < 3; i++)
+				if (DatumGetBool(sched_spi_get(0, i + 1, &isnull)))
+					with_rows |= 1 << i;
+			cache->limit_tables &= with_rows;
+			if (cache->limit_tables != 0)
+				cache->limits_known = 2;
 		}
 		if (cache->limits_known == 1)
 			return;
 	}
-	else if (cache == NULL && !limits_may_exist())
+	tables = cache != NULL ? cache->limit_tables : limit_tables_with_blocks();
+	if (tables == 0)
 		return;
 	key_hash = key != NULL ? scope_hash(key) : 0;
 	tenant_hash = scope_hash(req->tenant);
-	read_limits(req, key_hash, tenant_hash, cache, &lim);
+	read_limits(req, key_hash, tenant_hash, tables, cache, &lim);
 	if (!lim.has_concurrency && !lim.has_rate && !lim.has_quota)
 		return;
 
