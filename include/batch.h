@@ -80,6 +80,8 @@ typedef struct SchedBatch
 	/* whether any limit exists (queue_limits.c): 0 not yet known, 1 none, 2 some; read
 	 * once per call, so a limit set during a call applies from the next one */
 	int			limits_known;
+	/* of the limit tables, those with rows then (queue_limits.c; with limits_known 2) */
+	int			limit_tables;
 	/* the limits of each key and tenant met (queue_limits.c), read once per call too */
 	struct HTAB *limits_of;
 

@@ -101,6 +101,10 @@ typedef struct SchedIndexScan
 extern void sched_index_scan_begin(SchedIndexScan *s, const char *table, const char *index,
 								   Snapshot snapshot, ScanKeyData *keys, int nkeys);
 extern bool sched_index_scan_next(SchedIndexScan *s);
+/* The scan's next index entry, read from the index alone: no table row is fetched, so
+ * entries of versions the snapshot does not see count too (only entries marked dead,
+ * whose versions no transaction sees, are skipped). */
+extern bool sched_index_scan_next_entry(SchedIndexScan *s);
 /* The scan's next row from the end of the index backwards. */
 extern bool sched_index_scan_prev(SchedIndexScan *s);
 /* The scan started again with other keys (the same snapshot; as many keys as it began

@@ -183,6 +183,26 @@ SELECT count(*) AS left_pending FROM sched.request WHERE tenant = 'wide' AND sta
 SELECT outcome, count(*) FROM sched.dispatch_next(2000, tenant => 'wide', at => '2024-05-01 10:05:02+00')
  GROUP BY outcome;
 
+-- A key's count.  Its index entries bound it from above (queue_limits.c,
+-- key_live_bound), and a bound that reaches the limit is followed by the exact count.
+-- Here an attempt of key "stale" ends in the transaction that dispatched it, so nothing
+-- can mark its entry dead: with 1 live attempt of 2 allowed and 2 entries, one more
+-- request goes, and the next is held back with the exact count in its reason
+SELECT * FROM sched.set_concurrency_limit('stale', 2);
+BEGIN;
+SELECT count(*) FROM (VALUES (pg_temp.submit(41, 'stale', 'st')), (pg_temp.submit(42, 'stale', 'st'))) v;
+SELECT count(sched.heartbeat(w.worker_id, w.generation, '2024-05-01 10:06:00+00')) FROM sched.worker w;
+SELECT right(r.step_id::text, 12)::int AS step, d.outcome
+  FROM sched.dispatch_next(10, tenant => 'st', at => '2024-05-01 10:06:00+00') d JOIN sched.request r USING (request_id)
+ ORDER BY 1;
+SELECT pg_temp.finish(41, '2024-05-01 10:06:01+00');
+SELECT count(*) FROM (VALUES (pg_temp.submit(43, 'stale', 'st')), (pg_temp.submit(44, 'stale', 'st'))) v;
+SELECT right(r.step_id::text, 12)::int AS step, d.outcome, d.detail
+  FROM sched.dispatch_next(10, tenant => 'st', at => '2024-05-01 10:06:02+00') d JOIN sched.request r USING (request_id)
+ ORDER BY 1;
+COMMIT;
+SELECT status, count(*) FROM sched.attempt WHERE concurrency_key = 'stale' GROUP BY 1 ORDER BY 1;
+
 -- ---------------------------------------------------------------------------------
 -- The counters and the dump
 -- ---------------------------------------------------------------------------------

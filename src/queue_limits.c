@@ -13,10 +13,12 @@
  * their end, after their commit was visible) and this transaction's own earlier writes;
  * the reservations a dispatch_next batch still defers are added from the batch
  * (count_deferred), except for a rate limit, whose window is counted after the batch is
- * written.  A tenant's live attempts and what they reserve are the sums
- * sched.tenant_live keeps, written in the same transactions as the attempts.  So the
- * holders of a lock check and reserve one after another, each seeing all that the
- * others reserved, whatever the isolation level.
+ * written.  A key's count is first bounded from above by its entries in
+ * attempt_live_key_idx, read without the table (key_live_bound); the exact count follows
+ * only when the bound leaves no room under the limit (scope_used).  A tenant's live
+ * attempts and what they reserve are the sums sched.tenant_live keeps, written in the
+ * same transactions as the attempts.  So the holders of a lock check and reserve one
+ * after another, each seeing all that the others reserved, whatever the isolation level.
  * Attempts that end take no lock: an end only lowers a count, and a dispatcher that
  * counted an attempt ending meanwhile errs on the safe side.
  *
@@ -81,41 +83,45 @@
  * dispatches and per, tenant_quota's four maxima, each read by its table's primary key
  * in C: read_limits) */
 
+/* The three limit tables, as bits of a mask (SchedBatch.limit_tables). */
+#define LIMIT_CONCURRENCY	0x1
+#define LIMIT_RATE			0x2
+#define LIMIT_QUOTA			0x4
+
 /*
- * Whether a limit may exist: false when none of the three limit tables has a block.  A
- * row, committed or not, needs a block, so a table without one holds no row for any
+ * Which limit tables may hold a row: those with a block (bits LIMIT_*).  A row,
+ * committed or not, needs a block, so a table without one holds no row for any
  * snapshot; a limit set concurrently is one that commits after this look (it applies from
  * the calls that begin after it commits).  Relation sizes, no statement: most databases
  * set no limit, and every dispatch_attempt asks.
  */
-static bool
-limits_may_exist(void)
+static int
+limit_tables_with_blocks(void)
 {
 	static const char *const tables[] = {"concurrency_limit", "rate_limit", "tenant_quota"};
 	Oid			nsp = get_namespace_oid("sched", false);
+	int			mask = 0;
 	int			i;
 
 	for (i = 0; i < lengthof(tables); i++)
 	{
 		Oid			relid = get_relname_relid(tables[i], nsp);
 		Relation	rel;
-		BlockNumber blocks;
 
 		if (!OidIsValid(relid))
 			elog(ERROR, "pg_sched: sched.%s is missing", tables[i]);
 		rel = table_open(relid, AccessShareLock);
-		blocks = RelationGetNumberOfBlocks(rel);
+		if (RelationGetNumberOfBlocks(rel) > 0)
+			mask |= 1 << i;
 		table_close(rel, AccessShareLock);
-		if (blocks > 0)
-			return true;
 	}
-	return false;
+	return mask;
 }
 
-/* (when the tables have blocks: whether they have rows the latest snapshot sees) */
-static SchedStatement any_limits = {
-	"SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit) OR EXISTS (SELECT 1 FROM sched.rate_limit) "
-	"    OR EXISTS (SELECT 1 FROM sched.tenant_quota)",
+/* (when tables have blocks: which have rows the latest snapshot sees, in the bits' order) */
+static SchedStatement limit_tables_with_rows = {
+	"SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit), EXISTS (SELECT 1 FROM sched.rate_limit), "
+	"       EXISTS (SELECT 1 FROM sched.tenant_quota)",
 	0, {InvalidOid}
 };
 
@@ -149,6 +155,32 @@ key_live_count(const char *key, Snapshot snapshot)
 	}
 	sched_index_scan_end(&scan);
 	return live;
+}
+
+/*
+ * An upper bound of key_live_count(key, snapshot), read from attempt_live_key_idx alone:
+ * the number of the key's entries.  A version that satisfies the index's predicate
+ * (finished_at IS NULL) has an entry, or shares its update chain's entry (a HOT update
+ * changes neither the key nor finished_at: columns of an index or its predicate), and no
+ * snapshot sees two versions of one chain; so no snapshot sees more live attempts of the
+ * key than it has entries.  Entries of versions it does not see (ended or replaced since,
+ * another transaction's not yet committed, aborted) count too, until they are marked dead
+ * or vacuumed away.  No row is read, so it costs a walk of the key's index entries where
+ * the exact count reads a table row for each.
+ */
+static int64
+key_live_bound(const char *key, Snapshot snapshot)
+{
+	SchedIndexScan scan;
+	ScanKeyData skey;
+	int64		entries = 0;
+
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(key));
+	sched_index_scan_begin(&scan, "attempt", "attempt_live_key_idx", snapshot, &skey, 1);
+	while (sched_index_scan_next_entry(&scan))
+		entries++;
+	sched_index_scan_end(&scan);
+	return entries;
 }
 
 /* dispatches of the key within `per` of t, and the time the n-th latest of them leaves
@@ -342,8 +374,8 @@ limit_row(const char *table, const char *key, Snapshot snapshot, const char *con
  * the next one (as whether any limit exists).
  */
 static void
-read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, SchedBatch *cache,
-			LimitsOf *out)
+read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, int tables,
+			SchedBatch *cache, LimitsOf *out)
 {
 	const char *key = req->concurrency_key;
 	LimitsOf   *e = NULL;
@@ -388,12 +420,14 @@ read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, Sch
 		static const char *const concurrency[] = {"max_live"};
 		static const char *const rate[] = {"dispatches", "per"};
 
-		if (limit_row("concurrency_limit", key, snapshot, concurrency, 1, d, isnull))
+		if ((tables & LIMIT_CONCURRENCY) &&
+			limit_row("concurrency_limit", key, snapshot, concurrency, 1, d, isnull))
 		{
 			out->has_concurrency = !isnull[0];
 			out->max_live = isnull[0] ? 0 : DatumGetInt32(d[0]);
 		}
-		if (limit_row("rate_limit", key, snapshot, rate, 2, d, isnull) && !isnull[0] && !isnull[1])
+		if ((tables & LIMIT_RATE) && limit_row("rate_limit", key, snapshot, rate, 2, d, isnull) &&
+			!isnull[0] && !isnull[1])
 		{
 			out->has_rate = true;
 			out->dispatches = DatumGetInt32(d[0]);
@@ -403,7 +437,8 @@ read_limits(const SchedRequestRow *req, uint64 key_hash, uint64 tenant_hash, Sch
 	{
 		static const char *const quota[] = {"max_live", "max_cpu_millis", "max_memory_mb", "max_gpus"};
 
-		if (!limit_row("tenant_quota", req->tenant, snapshot, quota, 4, d, out->q_null))
+		if (!(tables & LIMIT_QUOTA) ||
+			!limit_row("tenant_quota", req->tenant, snapshot, quota, 4, d, out->q_null))
 			for (i = 0; i < 4; i++)
 				out->q_null[i] = true;
 		for (i = 0; i < 4; i++)
@@ -486,6 +521,13 @@ key_used(const char *key, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
 	used[0] = key_live_count(key, snapshot);
 }
 
+/* At least what a key's live attempts hold as `snapshot` sees them (key_live_bound). */
+static void
+key_bound(const char *key, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
+{
+	used[0] = key_live_bound(key, snapshot);
+}
+
 typedef void (*ScopeCounter) (const char *name, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS]);
 
 /*
@@ -495,26 +537,44 @@ typedef void (*ScopeCounter) (const char *name, Snapshot snapshot, int64 used[SC
  * that this snapshot does not show; it returns then with the scope's lock held (step 5,
  * claim_end, or the caller, releases it).  Without claims the caller holds the scope's
  * lock to the commit already, and unseen is left alone.
+ *
+ * With `bound` (a counter of at least what count counts, cheaper), the bound is counted
+ * first, and the check is made again with count only when the bound and unseen reach
+ * `room` (live attempts): under room, the exact count is under it too, and the caller's
+ * comparison with the limit has the same outcome.  So used holds the exact count when
+ * used[0] + unseen[0] >= room.
  */
 static void
-scope_used(uint16 space, uint64 scope, const char *name, ScopeCounter count, bool claims,
+scope_used(uint16 space, uint64 scope, const char *name, ScopeCounter count,
+		   ScopeCounter bound, int64 room, bool claims,
 		   int64 used[SCHED_LIMIT_DIMENSIONS], int64 unseen[SCHED_LIMIT_DIMENSIONS])
 {
 	SchedClaimOthers others;
 	Snapshot	snapshot;
+	ScopeCounter counter = bound != NULL ? bound : count;
 
 	for (;;)
 	{
 		uint64		ended = claims ? sched_limit_claims_ended() : 0;
 
 		snapshot = RegisterSnapshot(GetLatestSnapshot());
-		count(name, snapshot, used);
-		if (!claims || claim_begin(space, scope, ended, &others))
+		counter(name, snapshot, used);
+		if (claims && !claim_begin(space, scope, ended, &others))
+		{
+			UnregisterSnapshot(snapshot);
+			continue;
+		}
+		if (claims)
+			sched_limit_claims_unseen(&others, snapshot, unseen);
+		if (counter == count || used[0] + unseen[0] < room)
 			break;
+		/* the bound leaves no room: the check again, with the exact count */
+		if (claims)
+			sched_limit_claims_unlock(space, scope);
 		UnregisterSnapshot(snapshot);
+		memset(unseen, 0, sizeof(int64) * SCHED_LIMIT_DIMENSIONS);
+		counter = count;
 	}
-	if (claims)
-		sched_limit_claims_unseen(&others, snapshot, unseen);
 	UnregisterSnapshot(snapshot);
 }
 
@@ -560,6 +620,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	bool		short_key,
 				short_quota;
 	int			i;
+	int			tables;
 	LimitsOf	lim;
 
 	memset(out, 0, sizeof(*out));
@@ -569,20 +630,29 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		return;					/* still at 0.1.0: no limits there */
 	if (cache != NULL && cache->limits_known == 0)
 	{
+		int			with_rows = 0;
+
 		cache->limits_known = 1;
-		if (limits_may_exist())
+		cache->limit_tables = limit_tables_with_blocks();
+		if (cache->limit_tables != 0)
 		{
-			sched_spi_exec_latest(&any_limits, NULL, NULL, SPI_OK_SELECT);
-			cache->limits_known = DatumGetBool(sched_spi_get(0, 1, &isnull)) ? 2 : 1;
+			sched_spi_exec_latest(&limit_tables_with_rows, NULL, NULL, SPI_OK_SELECT);
+			for (i = 0; i < 3; i++)
+				if (DatumGetBool(sched_spi_get(0, i + 1, &isnull)))
+					with_rows |= 1 << i;
+			cache->limit_tables &= with_rows;
+			if (cache->limit_tables != 0)
+				cache->limits_known = 2;
 		}
 		if (cache->limits_known == 1)
 			return;
 	}
-	else if (cache == NULL && !limits_may_exist())
+	tables = cache != NULL ? cache->limit_tables : limit_tables_with_blocks();
+	if (tables == 0)
 		return;
 	key_hash = key != NULL ? scope_hash(key) : 0;
 	tenant_hash = scope_hash(req->tenant);
-	read_limits(req, key_hash, tenant_hash, cache, &lim);
+	read_limits(req, key_hash, tenant_hash, tables, cache, &lim);
 	if (!lim.has_concurrency && !lim.has_rate && !lim.has_quota)
 		return;
 
@@ -620,9 +690,12 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		int64		used[SCHED_LIMIT_DIMENSIONS] = {0};
 		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
 		int64		asks[SCHED_LIMIT_DIMENSIONS] = {1, 0, 0, 0};
+		int64		deferred = 0;
 
-		scope_used(SCHED_KEY_LOCK_SPACE, key_hash, key, key_used, short_key, used, unseen);
-		count_deferred(cache, key, NULL, &used[0], NULL);
+		count_deferred(cache, key, NULL, &deferred, NULL);
+		scope_used(SCHED_KEY_LOCK_SPACE, key_hash, key, key_used, key_bound, lim.max_live - deferred,
+				   short_key, used, unseen);
+		used[0] += deferred;
 		if (used[0] + unseen[0] >= lim.max_live)
 		{
 			if (short_key)
@@ -672,8 +745,8 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		int64		asks[SCHED_LIMIT_DIMENSIONS];
 		int64		unseen[SCHED_LIMIT_DIMENSIONS] = {0};
 
-		scope_used(SCHED_TENANT_LOCK_SPACE, tenant_hash, req->tenant, tenant_used, short_quota,
-				   used, unseen);
+		scope_used(SCHED_TENANT_LOCK_SPACE, tenant_hash, req->tenant, tenant_used, NULL, 0,
+				   short_quota, used, unseen);
 		count_deferred(cache, NULL, req->tenant, NULL, used);
 		asks[0] = 1;
 		asks[1] = p->reserve_cpu_millis;

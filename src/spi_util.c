@@ -768,6 +768,12 @@ sched_index_scan_next(SchedIndexScan *s)
 }
 
 bool
+sched_index_scan_next_entry(SchedIndexScan *s)
+{
+	return index_getnext_tid(s->scan, ForwardScanDirection) != NULL;
+}
+
+bool
 sched_index_scan_prev(SchedIndexScan *s)
 {
 	return index_getnext_slot(s->scan, BackwardScanDirection, s->slot);

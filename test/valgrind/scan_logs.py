@@ -27,6 +27,11 @@ its VALGRIND_MAKE_MEM_DEFINED calls are no-ops):
   - uninitialised bytes of shared invalidation messages, used where smgrclosenode looks
     them up (under ReceiveSharedInvalidMessages): inval.c marks their padding defined
     only in USE_VALGRIND builds.
+  - "Source and destination overlap in memcpy_chk" in RE_compile_and_cache (the regular
+    expression cache, reached from the planner's selectivity of a ~ or !~ clause): its
+    memmove of the cache array one entry along, reported under the name of memcpy's
+    checked variant (an overlap is what memmove is for); any planning under pg_sched's
+    planner hook shows sched_planner far up the stack.
 
 Prints the number of logs and of errors (in all, with a pg_sched frame, pg_sched's,
 PostgreSQL's known ones, others) by kind, and where the others are; writes every error
@@ -105,6 +110,8 @@ known_pg = [
      re.compile(r': (RelationCacheInitializePhase3|XLogFlush|XLogBackgroundFlush) \(')),
     (re.compile(r'^(Conditional jump or move depends on uninitialised|Use of uninitialised value)'),
      re.compile(r': smgrclosenode \(')),
+    (re.compile(r'^Source and destination overlap in memcpy_chk\('),
+     re.compile(r': RE_compile_and_cache \(')),
 ]
 
 
