@@ -77,10 +77,9 @@ typedef struct SchedBatch
 	bool		defer;
 	TimestampTz at;
 
-	/* whether any limit exists (queue_limits.c): 0 not yet known, 1 none, 2 some; read
-	 * once per call, so a limit set during a call applies from the next one */
-	int			limits_known;
-	/* of the limit tables, those with rows then (queue_limits.c; with limits_known 2) */
+	/* the limit tables with rows (queue_limits.c): 0 not yet read, else LIMIT_KNOWN and
+	 * a bit for each; read once per call, so a limit set during a call applies from the
+	 * next one */
 	int			limit_tables;
 	/* the limits of each key and tenant met (queue_limits.c), read once per call too */
 	struct HTAB *limits_of;

@@ -83,10 +83,12 @@
  * dispatches and per, tenant_quota's four maxima, each read by its table's primary key
  * in C: read_limits) */
 
-/* The three limit tables, as bits of a mask (SchedBatch.limit_tables). */
+/* The three limit tables, as bits of a mask; SchedBatch.limit_tables also has
+ * LIMIT_KNOWN once the call has read them (0: not yet). */
 #define LIMIT_CONCURRENCY	0x1
 #define LIMIT_RATE			0x2
 #define LIMIT_QUOTA			0x4
+#define LIMIT_KNOWN			0x8
 
 /*
  * Which limit tables may hold a row: those with a block (bits LIMIT_*).  A row,
@@ -119,11 +121,32 @@ limit_tables_with_blocks(void)
 }
 
 /* (when tables have blocks: which have rows the latest snapshot sees, in the bits' order) */
-static SchedStatement limit_tables_with_rows = {
+static SchedStatement tables_with_rows = {
 	"SELECT EXISTS (SELECT 1 FROM sched.concurrency_limit), EXISTS (SELECT 1 FROM sched.rate_limit), "
 	"       EXISTS (SELECT 1 FROM sched.tenant_quota)",
 	0, {InvalidOid}
 };
+
+/* Which limit tables have rows the latest snapshot sees (bits LIMIT_*): read once per
+ * dispatch_next call, so a limit set during a call applies from the next one. */
+static int
+limit_tables_with_rows(void)
+{
+	int			mask = limit_tables_with_blocks();
+	int			i;
+
+	if (mask == 0)
+		return 0;
+	sched_spi_exec_latest(&tables_with_rows, NULL, NULL, SPI_OK_SELECT);
+	for (i = 0; i < 3; i++)
+	{
+		bool		isnull;
+
+		if (!DatumGetBool(sched_spi_get(0, i + 1, &isnull)))
+			mask &= ~(1 << i);
+	}
+	return mask;
+}
 
 /*
  * The live attempts of `key` that `snapshot` sees (the latest: with this transaction's
@@ -158,29 +181,29 @@ key_live_count(const char *key, Snapshot snapshot)
 }
 
 /*
- * An upper bound of key_live_count(key, snapshot), read from attempt_live_key_idx alone:
- * the number of the key's entries.  A version that satisfies the index's predicate
- * (finished_at IS NULL) has an entry, or shares its update chain's entry (a HOT update
- * changes neither the key nor finished_at: columns of an index or its predicate), and no
- * snapshot sees two versions of one chain; so no snapshot sees more live attempts of the
- * key than it has entries.  Entries of versions it does not see (ended or replaced since,
- * another transaction's not yet committed, aborted) count too, until they are marked dead
- * or vacuumed away.  No row is read, so it costs a walk of the key's index entries where
- * the exact count reads a table row for each.
+ * Into used[0], an upper bound of key_live_count(key, snapshot), read from
+ * attempt_live_key_idx alone: the number of the key's entries (a ScopeCounter, as
+ * key_used).  A version that satisfies the index's predicate (finished_at IS NULL) has
+ * an entry, or shares its update chain's entry (a HOT update changes neither the key nor
+ * finished_at: columns of an index or its predicate), and no snapshot sees two versions
+ * of one chain; so no snapshot sees more live attempts of the key than it has entries.
+ * Entries of versions it does not see (ended or replaced since, another transaction's
+ * not yet committed, aborted) count too, until they are marked dead or vacuumed away.
+ * No row is read, so it costs a walk of the key's index entries where the exact count
+ * reads a table row for each.
  */
-static int64
-key_live_bound(const char *key, Snapshot snapshot)
+static void
+key_live_bound(const char *key, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
 {
 	SchedIndexScan scan;
 	ScanKeyData skey;
-	int64		entries = 0;
 
+	used[0] = 0;
 	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(key));
 	sched_index_scan_begin(&scan, "attempt", "attempt_live_key_idx", snapshot, &skey, 1);
 	while (sched_index_scan_next_entry(&scan))
-		entries++;
+		used[0]++;
 	sched_index_scan_end(&scan);
-	return entries;
 }
 
 /* dispatches of the key within `per` of t, and the time the n-th latest of them leaves
@@ -521,13 +544,6 @@ key_used(const char *key, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
 	used[0] = key_live_count(key, snapshot);
 }
 
-/* At least what a key's live attempts hold as `snapshot` sees them (key_live_bound). */
-static void
-key_bound(const char *key, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS])
-{
-	used[0] = key_live_bound(key, snapshot);
-}
-
 typedef void (*ScopeCounter) (const char *name, Snapshot snapshot, int64 used[SCHED_LIMIT_DIMENSIONS]);
 
 /*
@@ -624,30 +640,18 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 	LimitsOf	lim;
 
 	memset(out, 0, sizeof(*out));
-	if (cache != NULL && cache->limits_known == 1)
-		return;
+	if (cache != NULL && cache->limit_tables == LIMIT_KNOWN)
+		return;					/* this call found no limit at its first check */
 	if (!sched_schema_is_0_2())
 		return;					/* still at 0.1.0: no limits there */
-	if (cache != NULL && cache->limits_known == 0)
+	if (cache == NULL)
+		tables = limit_tables_with_blocks();
+	else
 	{
-		int			with_rows = 0;
-
-		cache->limits_known = 1;
-		cache->limit_tables = limit_tables_with_blocks();
-		if (cache->limit_tables != 0)
-		{
-			sched_spi_exec_latest(&limit_tables_with_rows, NULL, NULL, SPI_OK_SELECT);
-			for (i = 0; i < 3; i++)
-				if (DatumGetBool(sched_spi_get(0, i + 1, &isnull)))
-					with_rows |= 1 << i;
-			cache->limit_tables &= with_rows;
-			if (cache->limit_tables != 0)
-				cache->limits_known = 2;
-		}
-		if (cache->limits_known == 1)
-			return;
+		if (cache->limit_tables == 0)
+			cache->limit_tables = LIMIT_KNOWN | limit_tables_with_rows();
+		tables = cache->limit_tables & ~LIMIT_KNOWN;
 	}
-	tables = cache != NULL ? cache->limit_tables : limit_tables_with_blocks();
 	if (tables == 0)
 		return;
 	key_hash = key != NULL ? scope_hash(key) : 0;
@@ -693,7 +697,7 @@ sched_limits_check(const SchedRequestRow *req, const SchedPlacement *p, Timestam
 		int64		deferred = 0;
 
 		count_deferred(cache, key, NULL, &deferred, NULL);
-		scope_used(SCHED_KEY_LOCK_SPACE, key_hash, key, key_used, key_bound, lim.max_live - deferred,
+		scope_used(SCHED_KEY_LOCK_SPACE, key_hash, key, key_used, key_live_bound, lim.max_live - deferred,
 				   short_key, used, unseen);
 		used[0] += deferred;
 		if (used[0] + unseen[0] >= lim.max_live)
