@@ -174,6 +174,14 @@ typedef struct InflightTable
 
 static InflightTable table;
 
+/* p (NULL, or allocated here before) with room for n elements of elem_size bytes. */
+static void *
+grown(void *p, Size elem_size, int n)
+{
+	return p == NULL ? MemoryContextAlloc(TopMemoryContext, elem_size * n)
+		: repalloc(p, elem_size * n);
+}
+
 /* The pairs in flight of the other running transactions of this database, into
  * table.gathered_*; their number. */
 static int
@@ -203,12 +211,8 @@ gather_pairs(void)
 		{
 			int			size = Max(pairs + copy.n, Max(256, table.gathered_size * 2));
 
-			table.gathered_hash = table.gathered_hash == NULL
-				? MemoryContextAlloc(TopMemoryContext, sizeof(uint32) * size)
-				: repalloc(table.gathered_hash, sizeof(uint32) * size);
-			table.gathered_attempts = table.gathered_attempts == NULL
-				? MemoryContextAlloc(TopMemoryContext, sizeof(uint16) * size)
-				: repalloc(table.gathered_attempts, sizeof(uint16) * size);
+			table.gathered_hash = grown(table.gathered_hash, sizeof(uint32), size);
+			table.gathered_attempts = grown(table.gathered_attempts, sizeof(uint16), size);
 			table.gathered_size = size;
 		}
 		memcpy(table.gathered_hash + pairs, copy.hash, sizeof(uint32) * copy.n);
@@ -251,12 +255,8 @@ sched_inflight_project(SchedRanked *ranked, int n, const SchedFleet *fleet)
 		size *= 2;
 	if (size > table.allocated)
 	{
-		table.hash = table.hash == NULL
-			? MemoryContextAlloc(TopMemoryContext, sizeof(uint32) * size)
-			: repalloc(table.hash, sizeof(uint32) * size);
-		table.attempts = table.attempts == NULL
-			? MemoryContextAlloc(TopMemoryContext, sizeof(int32) * size)
-			: repalloc(table.attempts, sizeof(int32) * size);
+		table.hash = grown(table.hash, sizeof(uint32), size);
+		table.attempts = grown(table.attempts, sizeof(int32), size);
 		table.allocated = size;
 	}
 	table.size = size;
