@@ -450,7 +450,9 @@ fi
 # the batched write floor, PL/pgSQL and the plain claim; then pg_sched with 1, 2, 4 and 32
 # clients (no collapse: 8 and 32 against the best of 1, 2 and 4).  Side by side, 8 and 32
 # clients through pgbouncer in transaction mode with as many server connections as the
-# server has CPUs (pooled; pgbouncer 1.18 keeps no prepared statements, so -M extended).
+# server has CPUs (pooled; pgbouncer 1.18 keeps no prepared statements, so -M extended),
+# and the plain claim with 32 clients, to set against its figure with 8: what a plain job
+# queue does with 32 sessions on the same machine.
 if wants 2; then
     phase "workload 2"
     POOL_SIZE=$(nproc)
@@ -458,11 +460,11 @@ if wants 2; then
     chmod 755 "$POOL_DIR"               # pgbouncer runs as the OS user postgres when root
     pgbouncer_start "$POOL_DIR/pgbouncer" "$PGHOST" "$PGPORT" "$POOL_SIZE" >"$WORK/pgbouncer.out" ||
         die "pgbouncer did not start for workload 2's pooled runs"
-    say "W2: dispatch_next($BATCH) with $W2_CLIENTS clients; with 8 vs the batched write floor, PL/pgSQL, plain claim; 8 and 32 also through pgbouncer ($POOL_SIZE server connections); $FLEET nodes, $QUEUE queued, ${T2} s runs"
+    say "W2: dispatch_next($BATCH) with $W2_CLIENTS clients; with 8 vs the batched write floor, PL/pgSQL, plain claim (also with 32); 8 and 32 also through pgbouncer ($POOL_SIZE server connections); $FLEET nodes, $QUEUE queued, ${T2} s runs"
     for r in $(seq 1 "$RUNS"); do
         line=""
         for run in pg:8 floor_batch:8 plpgsql:8 claim:8 $(for c in $W2_CLIENTS; do [ "$c" != 8 ] && echo "pg:$c"; done) \
-                   pg_nogate:8 pg_nogate:32 pg_nomove:8 pooled:8 pooled:32; do
+                   pg_nogate:8 pg_nogate:32 pooled:8 pooled:32 claim:32; do
             impl=${run%%:*}
             c=${run#*:}
             settle "$DB_DISPATCH" reset noanalyze
@@ -474,8 +476,6 @@ if wants 2; then
                 pooled) script=w2_dispatch_next.pgbench; via=(-M extended -h 127.0.0.1 -p "$PGBOUNCER_PORT") ;;
                 # the same without the dispatch gate (src/dispatch_gate.c), side by side
                 pg_nogate) script=w2_dispatch_next.pgbench; opts="-c sched.dispatch_concurrency=0" ;;
-                # the gate's waiters left where the kernel wakes them, side by side
-                pg_nomove) script=w2_dispatch_next.pgbench; opts="-c sched.dispatch_move_to_free_cpu=off" ;;
                 floor_batch) script=w2_write_floor_batch.pgbench ;;
                 plpgsql) script=w2_plpgsql.pgbench ;;
                 claim) script=w2_plain_claim.pgbench ;;
@@ -1004,12 +1004,15 @@ if wants 2; then
         v=$(median "w2.pooled.c$c")
         row 2 "dispatch_next($BATCH), $c clients through pgbouncer (transaction mode, $POOL_SIZE server connections)" "placements/s" "$(fmt "$v")" "best of 1, 2, 4 clients: $(fmt "$best")/s ($bestc); $c clients directly: $(fmt "$(median "w2.pg.c$c")")/s" "$(ratio "$v" "$best")x best" "- (beside target 2)" "-"
     done
+    # the plain job queue's claim with 32 clients, against its own figure with 8
+    v=$(median w2.claim.c32)
+    row 2 "plain queue claim (FOR UPDATE SKIP LOCKED, no placement), 32 clients" "claims/s" "$(fmt "$v")" "the same with 8 clients: $(fmt "$cl")/s; pg_sched with 32 clients against 8: $(ratio "$(median w2.pg.c32)" "$pg")x" "$(ratio "$v" "$cl")x its 8-client figure" "- (beside target 2)" "-"
     r8=$(ratio "$pg" "$best"); r32=$(ratio "$(median w2.pg.c32)" "$best")
     note "Workload 2, clients: $(for c in $W2_CLIENTS; do printf '%s: %s/s, ' "$c" "$(fmt "$(median "w2.pg.c$c")")"; done | sed 's/, $//'); the best of 1, 2 and 4 is $(fmt "$best")/s ($bestc clients); 8 clients get ${r8}x of it, 32 get ${r32}x (target >= 0.9x each: $(yesno ge "$r8" 0.9), $(yesno ge "$r32" 0.9))."
     note "Workload 2, the runs' middles (from pgbench's log of every transaction: from the moment the last session ended its first call to the moment the first session ended its last, after which pgbench closes it), side by side with the whole runs above: $(for c in $W2_CLIENTS; do printf '%s client%s %s/s (whole run %s/s; %s s before the middle, %s s after it), ' "$c" "$( [ "$c" != 1 ] && echo s)" "$(fmt "$(median "w2.mid.c$c")")" "$(fmt "$(median "w2.pg.c$c")")" "$(fmt "$(median "w2.before.c$c")" 2)" "$(fmt "$(median "w2.after.c$c")" 2)"; done | sed 's/, $//'); so measured, 8 clients get $(ratio "$(median w2.mid.c8)" "$bestmid")x and 32 get $(ratio "$(median w2.mid.c32)" "$bestmid")x the best of 1, 2 and 4 ($(fmt "$bestmid")/s, $bestmidc clients). The target is judged on the whole runs."
     note "Workload 2 through pgbouncer in transaction mode with $POOL_SIZE server connections (as many as the server's CPUs; -M extended), side by side: 8 clients $(fmt "$(median w2.pooled.c8)")/s ($(ratio "$(median w2.pooled.c8)" "$best")x the best of 1, 2 and 4 direct; directly ${r8}x), 32 clients $(fmt "$(median w2.pooled.c32)")/s ($(ratio "$(median w2.pooled.c32)" "$best")x; directly ${r32}x)."
+    note "Workload 2, from 8 to 32 clients, side by side in the same rounds: pg_sched keeps $(ratio "$(median w2.pg.c32)" "$pg")x its placements per second ($(fmt "$pg") -> $(fmt "$(median w2.pg.c32)")/s), the plain queue claim $(ratio "$(median w2.claim.c32)" "$cl")x its claims per second ($(fmt "$cl") -> $(fmt "$(median w2.claim.c32)")/s: 32 claims at once, each passing over the rows the others hold)."
     note "Workload 2, without the dispatch gate (sched.dispatch_concurrency = 0), side by side: 8 clients $(fmt "$(median w2.pg_nogate.c8)")/s (the gate's figure is $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nogate.c8)")x it), 32 clients $(fmt "$(median w2.pg_nogate.c32)")/s ($(ratio "$(median w2.pg.c32)" "$(median w2.pg_nogate.c32)")x)."
-    note "Workload 2, the gate's waiters left on the CPU the kernel woke them on (sched.dispatch_move_to_free_cpu = off), side by side: 8 clients $(fmt "$(median w2.pg_nomove.c8)")/s (with the move, as by default: $(ratio "$(median w2.pg.c8)" "$(median w2.pg_nomove.c8)")x it)."
     note "Workload 2, the dispatch gate (sched.dispatch_concurrency: at most that many placement calls at once, the others wait their turn): share of calls that waited for a turn $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_waited.c$c")" 2)"; done | sed 's/, $//'); that saw no turn given back for sched.dispatch_wait_max and ran over the limit $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_timed_out.c$c")" 3)"; done | sed 's/, $//'); turns handed to a waiter that had waited sched.dispatch_handoff_after $(for c in $W2_CLIENTS; do printf '%s clients %s, ' "$c" "$(fmt "$(median "w2.gate_handed.c$c")" 2)"; done | sed 's/, $//')."
 fi
 if wants 8; then
@@ -1172,8 +1175,8 @@ fi
     echo "  Workloads 2 and 8 reset the database (everything pending, nothing reserved) before every run."
     echo "- The dispatch gate (src/dispatch_gate.c) is on, as by default: at most sched.dispatch_concurrency placement calls"
     echo "  (-1: the server's CPUs) run at once. With 8 and 32 clients, workloads 1 and 2 also run pg_sched with"
-    echo "  sched.dispatch_concurrency = 0 (no gate) in the same rounds, for the figures side by side; workload 2 at 8 clients"
-    echo "  also with sched.dispatch_move_to_free_cpu = off (a woken waiter stays on the CPU the kernel woke it on)."
+    echo "  sched.dispatch_concurrency = 0 (no gate) in the same rounds, for the figures side by side. Workload 2 also runs"
+    echo "  the plain claim with 32 clients, beside its figure with 8."
     echo "- Workload 7: both systems in each run, one after the other, each for ${T7} s: $E2E_SCHEDULERS submitting clients and"
     echo "  $E2E_WORKERS worker clients at once (two pgbench processes); a submitting client submits (inserts) $BATCH while"
     echo "  fewer than $E2E_BACKLOG tasks are open (pending or live; jobs: ready), so the run stays in a steady state;"

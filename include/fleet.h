@@ -29,6 +29,9 @@ typedef struct SchedFleet
 	int			count;
 	SchedFleetRow *rows;
 	int			busy_count;		/* rows marked busy */
+	int32	   *busy_rows;		/* [busy_count] their indexes (batches only, in the
+								 * batch's memory; NULL while none is) */
+	int			busy_allocated;
 } SchedFleet;
 
 /* How sched_fleet_load (and sched_fleet_read, fleet_mirror.h) read (flags). */

@@ -491,10 +491,19 @@ sched_batch_mark_busy(SchedBatch *cache, SchedFleet *fleet, int index)
 {
 	SchedBatchFleet *e = entry_of(cache, fleet);
 
+	if (fleet->rows[index].busy)
+		return;
 	if (e != NULL)
 		ensure_own(cache, e);
+	if (fleet->busy_count == fleet->busy_allocated)
+	{
+		fleet->busy_allocated = Max(16, fleet->busy_allocated * 2);
+		fleet->busy_rows = fleet->busy_rows == NULL
+			? MemoryContextAlloc(cache->cxt, sizeof(int32) * fleet->busy_allocated)
+			: repalloc(fleet->busy_rows, sizeof(int32) * fleet->busy_allocated);
+	}
 	fleet->rows[index].busy = true;
-	fleet->busy_count++;
+	fleet->busy_rows[fleet->busy_count++] = index;
 }
 
 void

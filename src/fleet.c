@@ -427,6 +427,8 @@ sched_fleet_load_into(const char *capability, int flags, const SchedPlacement *k
 
 	fleet->count = 0;
 	fleet->busy_count = 0;
+	fleet->busy_rows = NULL;
+	fleet->busy_allocated = 0;
 	fleet->rows = MemoryContextAlloc(rows_cxt, sizeof(SchedFleetRow) * FLEET_FIRST_ROWS);
 	sched_spi_exec_into(stmt, &arg, NULL, !(flags & SCHED_FLEET_FRESH), &r.pub);
 }

@@ -155,15 +155,16 @@ held_passed(const SchedRanked *ranked, int n, int chosen)
 	return found;
 }
 
-/* Busy rows that would admit p: candidates passed over because others hold them. */
+/* Busy rows that would admit p: candidates passed over because others hold them.
+ * (The busy rows' list, not the fleet: at every placement of a call.) */
 static int
 busy_admissible(const SchedPlacement *p, const SchedFleet *fleet)
 {
 	int			found = 0;
 	int			i;
 
-	for (i = 0; i < fleet->count && found < fleet->busy_count; i++)
-		if (fleet->rows[i].busy && sched_admission(p, &fleet->rows[i].c) == 0)
+	for (i = 0; i < fleet->busy_count; i++)
+		if (sched_admission(p, &fleet->rows[fleet->busy_rows[i]].c) == 0)
 			found++;
 	return found;
 }
