@@ -24,6 +24,7 @@
 
 #include "batch.h"
 #include "fleet_mirror.h"
+#include "grow_array.h"
 #include "reservation_rows.h"
 #include "spi_util.h"
 #include "settings.h"
@@ -495,13 +496,8 @@ sched_batch_mark_busy(SchedBatch *cache, SchedFleet *fleet, int index)
 		return;
 	if (e != NULL)
 		ensure_own(cache, e);
-	if (fleet->busy_count == fleet->busy_allocated)
-	{
-		fleet->busy_allocated = Max(16, fleet->busy_allocated * 2);
-		fleet->busy_rows = fleet->busy_rows == NULL
-			? MemoryContextAlloc(cache->cxt, sizeof(int32) * fleet->busy_allocated)
-			: repalloc(fleet->busy_rows, sizeof(int32) * fleet->busy_allocated);
-	}
+	sched_grow_array(cache->cxt, (void **) &fleet->busy_rows, &fleet->busy_allocated,
+					 fleet->busy_count + 1, sizeof(int32), 16);
 	fleet->rows[index].busy = true;
 	fleet->busy_rows[fleet->busy_count++] = index;
 }

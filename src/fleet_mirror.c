@@ -67,6 +67,7 @@
 #include "postgres.h"
 
 #include "fleet_mirror.h"
+#include "grow_array.h"
 #include "admit_memo.h"
 #include "validate.h"
 #include "spi_util.h"
@@ -543,28 +544,11 @@ static struct
 	Size		id_used;		/* bytes of it used */
 } R;
 
-/* (*array), of *allocated elements of `elem` bytes in cxt, with room for at least
- * `need`: grown by doubling (to `least` at first), its contents kept. */
-static void
-grow_array(MemoryContext cxt, void **array, int *allocated, int need, Size elem, int least)
-{
-	int			n;
-
-	if (need <= *allocated)
-		return;
-	n = Max(least, *allocated);
-	while (n < need)
-		n *= 2;
-	*array = *array == NULL ? MemoryContextAlloc(cxt, elem * n)
-		: repalloc(*array, elem * n);
-	*allocated = n;
-}
-
 /* The same for an array of the refresh's scratch space. */
 static void
 scratch_reserve(void **array, int *allocated, int need, Size elem)
 {
-	grow_array(R.cxt, array, allocated, need, elem, 64);
+	sched_grow_array(R.cxt, array, allocated, need, elem, 64);
 }
 
 /* At the end of a refresh: the scratch space given back if it grew past
@@ -610,7 +594,7 @@ to_garbage(void *chunk)
 {
 	if (chunk == NULL)
 		return;
-	grow_array(M.cxt, (void **) &M.garbage, &M.garbage_allocated, M.ngarbage + 1,
+	sched_grow_array(M.cxt, (void **) &M.garbage, &M.garbage_allocated, M.ngarbage + 1,
 			   sizeof(void *), 64);
 	M.garbage[M.ngarbage++] = chunk;
 	M.garbage_lxid = MyProc->lxid;
@@ -621,7 +605,7 @@ to_garbage_cxt(MemoryContext cxt)
 {
 	if (cxt == NULL)
 		return;
-	grow_array(M.cxt, (void **) &M.garbage_cxts, &M.garbage_cxts_allocated,
+	sched_grow_array(M.cxt, (void **) &M.garbage_cxts, &M.garbage_cxts_allocated,
 			   M.ngarbage_cxts + 1, sizeof(MemoryContext), 8);
 	M.garbage_cxts[M.ngarbage_cxts++] = cxt;
 	M.garbage_lxid = MyProc->lxid;
@@ -791,7 +775,7 @@ load_cap(const char *capability)
 	SchedFleet	read;
 	MirrorCap  *cap;
 
-	grow_array(M.cxt, (void **) &M.caps, &M.caps_allocated, M.ncaps + 1,
+	sched_grow_array(M.cxt, (void **) &M.caps, &M.caps_allocated, M.ncaps + 1,
 			   sizeof(MirrorCap), 4);
 	/*
 	 * The load first, before anything of the capability is allocated in M.cxt: an error
@@ -993,7 +977,7 @@ older_settled(Snapshot S)
 static void
 add_pending(const PendingChange *c)
 {
-	grow_array(M.cxt, (void **) &M.pending, &M.pending_allocated, M.npending + 1,
+	sched_grow_array(M.cxt, (void **) &M.pending, &M.pending_allocated, M.npending + 1,
 			   sizeof(PendingChange), 64);
 	M.pending[M.npending] = *c;
 	M.pending[M.npending].node_id = MemoryContextStrdup(M.cxt, c->node_id);

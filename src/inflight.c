@@ -29,6 +29,7 @@
 #include "postgres.h"
 
 #include "inflight.h"
+#include "grow_array.h"
 #include "backend_slots.h"
 #include "xact_end.h"
 #include "placement.h"
@@ -43,7 +44,6 @@
 #include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
-#include "utils/memutils.h"
 
 #define INFLIGHT_MAX 128
 
@@ -161,34 +161,31 @@ sched_inflight_remove(uint32 node_hash)
  * fit, and each call probed 50-100 pairs it was not told were held: bench/NOTES.md,
  * twenty-ninth sitting.)  Backend-local, grown as needed, rebuilt at every projection.
  */
+typedef struct InflightPair
+{
+	uint32		hash;			/* node_id hash */
+	int32		attempts;		/* 0: an empty entry of the table */
+} InflightPair;
+
 typedef struct InflightTable
 {
-	int			allocated;		/* slots allocated */
-	int			size;			/* slots used by this projection: a power of two */
-	uint32	   *hash;
-	int32	   *attempts;		/* 0: the slot is empty */
-	int			gathered_size;	/* pairs read from the slots, before the table */
-	uint32	   *gathered_hash;
-	uint16	   *gathered_attempts;
+	int			size;			/* entries used by this projection: a power of two */
+	int			allocated;
+	InflightPair *entries;
+	int			gathered_allocated; /* the pairs read from the backends' slots */
+	InflightPair *gathered;
 } InflightTable;
 
 static InflightTable table;
 
-/* p (NULL, or allocated here before) with room for n elements of elem_size bytes. */
-static void *
-grown(void *p, Size elem_size, int n)
-{
-	return p == NULL ? MemoryContextAlloc(TopMemoryContext, elem_size * n)
-		: repalloc(p, elem_size * n);
-}
-
 /* The pairs in flight of the other running transactions of this database, into
- * table.gathered_*; their number. */
+ * table.gathered; their number. */
 static int
 gather_pairs(void)
 {
 	int			pairs = 0;
 	int			b;
+	int			i;
 
 	for (b = 1; b < nslots; b++)
 	{
@@ -207,31 +204,27 @@ gather_pairs(void)
 		if (copy.n == 0 || copy.dbid != MyDatabaseId || !TransactionIdIsValid(copy.xid) ||
 			!TransactionIdIsInProgress(copy.xid))
 			continue;
-		if (pairs + copy.n > table.gathered_size)
+		sched_grow_array(TopMemoryContext, (void **) &table.gathered, &table.gathered_allocated,
+						 pairs + copy.n, sizeof(InflightPair), 256);
+		for (i = 0; i < copy.n; i++)
 		{
-			int			size = Max(pairs + copy.n, Max(256, table.gathered_size * 2));
-
-			table.gathered_hash = grown(table.gathered_hash, sizeof(uint32), size);
-			table.gathered_attempts = grown(table.gathered_attempts, sizeof(uint16), size);
-			table.gathered_size = size;
+			table.gathered[pairs].hash = copy.hash[i];
+			table.gathered[pairs++].attempts = copy.attempts[i];
 		}
-		memcpy(table.gathered_hash + pairs, copy.hash, sizeof(uint32) * copy.n);
-		memcpy(table.gathered_attempts + pairs, copy.attempts, sizeof(uint16) * copy.n);
-		pairs += copy.n;
 	}
 	return pairs;
 }
 
-/* The slot of node hash nh in the table: its own, or the empty one where it would go. */
-static inline int
-table_slot(uint32 nh)
+/* The entry of node hash nh in the table: its own, or the empty one where it would go. */
+static inline InflightPair *
+table_entry(uint32 nh)
 {
 	int			mask = table.size - 1;
 	int			h = (int) (nh & (uint32) mask);
 
-	while (table.attempts[h] != 0 && table.hash[h] != nh)
+	while (table.entries[h].attempts != 0 && table.entries[h].hash != nh)
 		h = (h + 1) & mask;
-	return h;
+	return &table.entries[h];
 }
 
 /*
@@ -242,7 +235,6 @@ int
 sched_inflight_project(SchedRanked *ranked, int n, const SchedFleet *fleet)
 {
 	int			pairs;
-	int			size = 256;
 	int			changed = 0;
 	int			i;
 
@@ -251,30 +243,25 @@ sched_inflight_project(SchedRanked *ranked, int n, const SchedFleet *fleet)
 	pairs = gather_pairs();
 	if (pairs == 0)
 		return 0;
-	while (size < 2 * pairs)
-		size *= 2;
-	if (size > table.allocated)
-	{
-		table.hash = grown(table.hash, sizeof(uint32), size);
-		table.attempts = grown(table.attempts, sizeof(int32), size);
-		table.allocated = size;
-	}
-	table.size = size;
-	memset(table.attempts, 0, sizeof(int32) * size);
+	for (table.size = 256; table.size < 2 * pairs; table.size *= 2)
+		;
+	sched_grow_array(TopMemoryContext, (void **) &table.entries, &table.allocated, table.size,
+					 sizeof(InflightPair), 256);
+	memset(table.entries, 0, sizeof(InflightPair) * table.size);
 	for (i = 0; i < pairs; i++)
 	{
-		int			h = table_slot(table.gathered_hash[i]);
+		InflightPair *t = table_entry(table.gathered[i].hash);
 
-		table.hash[h] = table.gathered_hash[i];
-		table.attempts[h] += table.gathered_attempts[i];
+		t->hash = table.gathered[i].hash;
+		t->attempts += table.gathered[i].attempts;
 	}
 	for (i = 0; i < n; i++)
 	{
-		int			h = table_slot(fleet->rows[ranked[i].index].node_hash);
+		InflightPair *t = table_entry(fleet->rows[ranked[i].index].node_hash);
 
-		if (table.attempts[h] == 0)
+		if (t->attempts == 0)
 			continue;
-		sched_score_add_running(&ranked[i], table.attempts[h]);
+		sched_score_add_running(&ranked[i], t->attempts);
 		ranked[i].held = true;
 		changed++;
 	}
